@@ -7,7 +7,7 @@
  * plus this latency to get the best ratio w: "majority" / w: 1 that a set
  * on this libraft, disk and machine can reach.
  *
- *   raft_floor DIR [ROUNDS] [ENTRIES] [BYTES]
+ *   raft_floor DIR [ROUNDS] [ENTRIES] [BYTES] [GAP_US]
  *
  * Three Raft servers in one process, each on its own thread and libuv loop
  * (as three tamgad processes each have one), with their logs under
@@ -18,7 +18,11 @@
  * (default 256: the oplog entry of one of its inserts, padded to 8 as
  * tamgad pads) with one raft_apply, and times it to the apply callback
  * (the entries committed: durable on a majority, the leader's own append
- * included).  Prints the mean, p50, p90 and max in microseconds.  The
+ * included).  GAP_US (default 0: back to back) keeps the leader's thread
+ * busy (spinning, so the CPU never idles) for that long between one
+ * round's commit and the next raft_apply, as a tamgad primary is with the
+ * next write's local commit: the disk then sees one append per GAP_US, not
+ * appends back to back.  Prints the mean, p50, p90 and max in microseconds.  The
  * FSM does nothing; snapshots are off (tamgad takes one every 8192
  * entries).  Nothing is asserted: numbers are printed.
  */
@@ -49,7 +53,7 @@ typedef struct node {
 } node_t;
 
 static node_t nodes[NODES];
-static int rounds = 300, entries = 100, bytes = 256;
+static int rounds = 300, entries = 100, bytes = 256, gap_us;
 static int done_rounds, busy;
 static double *lat_us;
 static struct timespec t0;
@@ -119,6 +123,8 @@ applied(struct raft_apply *req, int status, void *result)
 		finished = 1;
 		return;
 	}
+	for (double end = now_us() + gap_us; now_us() < end;)
+		;
 	uv_timer_start(&n->go, on_go, 0, 0);
 }
 
@@ -180,7 +186,7 @@ main(int argc, char **argv)
 	int base;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: raft_floor DIR [ROUNDS] [ENTRIES] [BYTES]\n");
+		fprintf(stderr, "usage: raft_floor DIR [ROUNDS] [ENTRIES] [BYTES] [GAP_US]\n");
 		return 2;
 	}
 	if (argc > 2)
@@ -189,7 +195,9 @@ main(int argc, char **argv)
 		entries = atoi(argv[3]);
 	if (argc > 4)
 		bytes = (atoi(argv[4]) + 7) & ~7;
-	if (rounds < 1 || entries < 1 || bytes < 8)
+	if (argc > 5)
+		gap_us = atoi(argv[5]);
+	if (rounds < 1 || entries < 1 || bytes < 8 || gap_us < 0 || gap_us > 1000000)
 		return 2;
 	lat_us = calloc((size_t)rounds, sizeof(double));
 	srand((unsigned)getpid());
@@ -251,8 +259,8 @@ main(int argc, char **argv)
 				}
 		for (int i = 0; i < n; i++)
 			sum += v[i];
-		printf("raft round trip, %d rounds of %d entries x %d bytes: mean %.0f us, p50 %.0f us, p90 %.0f us, max %.0f us\n",
-		    n, entries, bytes, sum / n, v[n / 2], v[n * 9 / 10], v[n - 1]);
+		printf("raft round trip, %d rounds of %d entries x %d bytes, gap %d us: mean %.0f us, p50 %.0f us, p90 %.0f us, max %.0f us\n",
+		    n, entries, bytes, gap_us, sum / n, v[n / 2], v[n * 9 / 10], v[n - 1]);
 	}
 	/* the process ends here: the loops stopped mid-flight, nothing more to
 	 * measure (closing three Raft servers cleanly adds nothing to the

@@ -16,6 +16,7 @@
 #include "repl/raft_auth.h"
 #include "repl/raft_tls.h"
 #include "repl/raft_lost_log.h"
+#include "repl/raft_segment_fill.h"
 #include "repl/raft_send_guard.h"
 #include "repl/raft_vote_floor.h"
 
@@ -2143,6 +2144,10 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		    "terms past its vote floor", &attr);
 		bson_destroy(&attr);
 	}
+	/* libraft's segments written over zeros, not fallocated space: each
+	 * append then overwrites written blocks (raft_segment_fill.h) */
+	if (repl_raft_segment_fill_register(m->dir) != 0)
+		log_msg('W', 5000296, "the Raft folder's segments are not zero-filled", "appends take the slow path");
 	last = repl_oplog_last_optime(o->oplog);
 	m->local_last_ts = last.ts;
 	pthread_mutex_init(&m->lock, NULL);
