@@ -28,6 +28,7 @@
 #include "auth/auth_member.h"
 #include "auth/auth_x509.h"
 #include "commands/cmd_repl.h"
+#include "commands/cmd_repl_heartbeat.h"
 #include "common/log.h"
 #include "common/checked.h"
 #include "repl/election_log.h"
@@ -345,6 +346,7 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 void
 cmd_repl_member_stop(engine_t *e)
 {
+	cmd_repl_hb_stop(e);
 	cmd_repl_watch_stop(e);
 	repl_member_stop(e->member);
 	e->member = NULL;
@@ -924,7 +926,7 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 	    in.state != REPL_STATE_PRIMARY && leader_host != NULL ? leader_host : "");
 	BSON_APPEND_INT32(reply, "syncSourceId",
 	    in.state != REPL_STATE_PRIMARY && leader >= 0 ? (int32_t)rows[leader].member_id : -1);
-	BSON_APPEND_INT64(reply, "heartbeatIntervalMillis", 2000);
+	BSON_APPEND_INT64(reply, "heartbeatIntervalMillis", cmd_repl_hb_interval_ms(&cfg));
 	BSON_APPEND_INT32(reply, "majorityVoteCount", maj);
 	BSON_APPEND_INT32(reply, "writeMajorityCount", maj);
 	BSON_APPEND_INT32(reply, "votingMembersCount", nv);
@@ -965,6 +967,18 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &m);
 		BSON_APPEND_INT32(&m, "_id", (int32_t)id);
 		BSON_APPEND_UTF8(&m, "name", h != NULL ? h : "");
+		/* another member: what its heartbeats said (cmd_repl_heartbeat.c),
+		 * Raft's view where it is fresher or no heartbeat finished yet */
+		if (!rows[i].self && h != NULL) {
+			char why[200];
+			bool failed = !rows[i].reachable && repl_member_failure_message(h, why, sizeof(why));
+			bool raft_down = !rows[i].reachable && (rows[i].heard || failed);
+			if (cmd_repl_hb_member_append(e, &m, h, &cfg, raft_down, failed ? why : "", rows[i].last_contact_ms,
+			        now)) {
+				bson_append_document_end(&arr, &m);
+				continue;
+			}
+		}
 		/* mongod's MemberData: health -1 and state UNKNOWN (6) for a
 		 * member not reached yet, 0 and "(not reachable/healthy)" (state
 		 * DOWN, 8) once a contact failed -- a refused handshake is a

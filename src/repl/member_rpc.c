@@ -480,6 +480,13 @@ int
 repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                 terr_t *err)
 {
+	return repl_member_rpc_timed(host, db, cmd, timeout_ms, reply, NULL, err);
+}
+
+int
+repl_member_rpc_timed(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                      int64_t *rtt_us, terr_t *err)
+{
 	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
 	mconn_t c = {-1, NULL};
 	int ret;
@@ -514,7 +521,12 @@ repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout
 			return -1;
 		terr_clear(err);
 	}
-	ret = roundtrip(&c, host, db, cmd, deadline, reply, err);
+	{
+		int64_t t0 = tm_now_us();
+		ret = roundtrip(&c, host, db, cmd, deadline, reply, err);
+		if (rtt_us != NULL)
+			*rtt_us = tm_now_us() - t0;
+	}
 	mconn_close(&c);
 	return ret;
 }

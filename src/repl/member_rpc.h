@@ -30,6 +30,13 @@
 int repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                     terr_t *err);
 
+/* The same, and *rtt_us (when not NULL, on success) gets the command's own
+ * round trip on the connection once it is open and authenticated (what a
+ * heartbeat's pingMs measures: mongod sends its heartbeats over pooled,
+ * authenticated connections). */
+int repl_member_rpc_timed(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                          int64_t *rtt_us, terr_t *err);
+
 /*
  * Note how authenticating with host ("name:port", its wire-protocol
  * address) went: reason NULL clears a failure (it authenticated), else
