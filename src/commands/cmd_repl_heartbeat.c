@@ -39,6 +39,7 @@
 #include "commands/cmd_repl_member.h"
 #include "common/log.h"
 #include "common/opctx.h"
+#include "repl/election_log.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_member.h"
 #include "repl/replset.h"
@@ -756,6 +757,8 @@ manager_main(void *arg)
 	return NULL;
 }
 
+static bool heard_max(uint64_t *ts, int64_t *t);
+
 void
 cmd_repl_hb_start(engine_t *e)
 {
@@ -777,6 +780,7 @@ cmd_repl_hb_start(engine_t *e)
 	}
 	e->heartbeats = hb;
 	pthread_mutex_unlock(&hb_mu);
+	repl_election_set_heard_max(heard_max);
 }
 
 void
@@ -800,9 +804,30 @@ cmd_repl_hb_stop(engine_t *e)
 			pthread_join(hb->peers[i].thread, NULL);
 	pthread_cond_destroy(&hb->cond);
 	bson_free(hb);
+	repl_election_set_heard_max(NULL);
 	pthread_mutex_lock(&hb_mu);
 	ntable = 0;
 	pthread_mutex_unlock(&hb_mu);
+}
+
+/* maxAppliedOpTimeInSet's other source (repl/election_log.h): the newest
+ * applied optime a member that is up answered. */
+static bool
+heard_max(uint64_t *ts, int64_t *t)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&hb_mu);
+	for (int i = 0; i < ntable; i++) {
+		uint64_t v = REPL_TS(table[i].applied.secs, table[i].applied.inc);
+		if (table[i].answered && table[i].up && (!any || v > *ts)) {
+			*ts = v;
+			*t = table[i].applied.term;
+			any = true;
+		}
+	}
+	pthread_mutex_unlock(&hb_mu);
+	return any;
 }
 
 /* ---- what status shows ----------------------------------------------------------------------------------- */
@@ -885,23 +910,6 @@ cmd_repl_hb_member_append(engine_t *e, bson_t *m, const char *host, const bson_t
 	BSON_APPEND_INT64(m, "configVersion", r.config_version);
 	BSON_APPEND_INT64(m, "configTerm", r.config_term);
 	return true;
-}
-
-bool
-cmd_repl_hb_optime(const char *host, repl_optime_t *applied)
-{
-	bool ok = false;
-
-	pthread_mutex_lock(&hb_mu);
-	{
-		hb_member_t *p = row_of(host, false);
-		if (p != NULL && p->answered && p->up) {
-			*applied = p->applied;
-			ok = true;
-		}
-	}
-	pthread_mutex_unlock(&hb_mu);
-	return ok;
 }
 
 void

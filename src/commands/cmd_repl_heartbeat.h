@@ -41,9 +41,6 @@ int64_t cmd_repl_hb_interval_ms(const bson_t *cfg);
  */
 bool cmd_repl_hb_member_append(engine_t *e, bson_t *m, const char *host, const bson_t *cfg, bool raft_down,
                                const char *raft_msg, int64_t raft_contact_ms, int64_t now);
-/* The applied optime host's last heartbeat answered (false: none, or it
- * is down). */
-bool cmd_repl_hb_optime(const char *host, repl_optime_t *applied);
 /* serverStatus({repl: N > 0}).repl.replicationProgress: mongod's
  * fillMemberData, one entry per member of the configuration. */
 void cmd_repl_hb_progress_append(engine_t *e, bson_t *out);
