@@ -32,6 +32,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -242,20 +243,26 @@ str_field(const bson_t *cmd, const char *key, const char **out, terr_t *err)
 	return 0;
 }
 
-/* HostAndPort::initialize's refusals for a non-empty "host[:port]". */
+/* HostAndPort::initialize's refusals for a non-empty "host[:port]" (9.0's
+ * texts: the string unquoted; a port that is no number: NumberParser's
+ * FailedToParse). */
 static int
 host_check(const char *s, terr_t *err)
 {
 	const char *colon = strrchr(s, ':');
 
-	if (s[0] == ':' || (colon != NULL && colon[1] == '\0'))
-		return terr_set(err, TERR_FAILED_TO_PARSE, "Empty host component parsing HostAndPort from \"%s\"", s);
+	if (s[0] == ':' || colon == s)
+		return terr_set(err, TERR_FAILED_TO_PARSE, "Empty host component parsing HostAndPort from %s", s);
 	if (colon != NULL) {
 		char *end = NULL;
-		long p = strtol(colon + 1, &end, 10);
-		if (end == NULL || *end != '\0' || p <= 0 || p > 65535)
-			return terr_set(err, TERR_FAILED_TO_PARSE, "Port number %s out of range parsing HostAndPort from \"%s\"",
-			    colon + 1, s);
+		long long p;
+		if (colon[1] == '\0' || colon[1] == '-' || colon[1] == '+' || colon[1] == ' ')
+			return terr_set(err, TERR_FAILED_TO_PARSE, "Did not consume whole number.");
+		p = strtoll(colon + 1, &end, 10);
+		if (end == NULL || *end != '\0')
+			return terr_set(err, TERR_FAILED_TO_PARSE, "Did not consume whole number.");
+		if (p <= 0 || p > 65535)
+			return terr_set(err, TERR_FAILED_TO_PARSE, "Port number %lld out of range parsing HostAndPort from %s", p, s);
 	}
 	return 0;
 }

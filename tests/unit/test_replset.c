@@ -1045,6 +1045,7 @@ test_heartbeat_args(void)
 	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"from\": 7, \"term\": 1}", msg, sizeof(msg)), 14);
 	TT_EQ_STR(msg, "\"from\" had the wrong type. Expected string, found int");
 	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"from\": \"h:99999\", \"term\": 1}", msg, sizeof(msg)), 9);
+	TT_EQ_STR(msg, "Port number 99999 out of range parsing HostAndPort from h:99999");
 	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"from\": \"\"}", msg, sizeof(msg)), 4);
 	TT_EQ_STR(msg, "Missing expected field \"term\"");
 	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": 1, \"configVersion\": 1, \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 14);
