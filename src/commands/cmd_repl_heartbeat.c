@@ -8,8 +8,9 @@
  * secondary's rs.status() knew nothing of the other secondaries.  As
  * mongod's members do, each member here sends `replSetHeartbeat` to every
  * other member every `settings.heartbeatIntervalMillis` (a thread per
- * peer, over the members' wire-protocol client repl/member_rpc.h: keyFile,
- * x.509 and TLS as every member-to-member call) and keeps per member what
+ * peer, over a kept connection of the members' wire-protocol client
+ * repl/member_rpc.h: keyFile, x.509 and TLS as every member-to-member
+ * call) and keeps per member what
  * the answer said (state, applied and durable optimes with their wall
  * times, term, sync source, configVersion/configTerm, electionTime), when
  * it last heard (lastHeartbeat), when that member's own heartbeat last
@@ -526,7 +527,7 @@ note_down(hb_member_t *r, int64_t now, const char *msg, bool auth)
  * then processHeartbeatResponse): tried again while it fails quickly,
  * within the heartbeat timeout; the outcome noted in the table. */
 static void
-heartbeat_once(struct cmd_repl_hb *hb, const char *host, const bson_t *cfg)
+heartbeat_once(struct cmd_repl_hb *hb, repl_member_conn_t *conn, const char *host, const bson_t *cfg)
 {
 	engine_t *e = hb->e;
 	repl_set_info_t in;
@@ -558,7 +559,7 @@ heartbeat_once(struct cmd_repl_hb *hb, const char *host, const bson_t *cfg)
 		int64_t slice = left < HB_ATTEMPT_MS ? left : HB_ATTEMPT_MS, t0 = tm_now_us();
 		if (left <= 0)
 			break;
-		if (repl_member_rpc_timed(host, "admin", &cmd, (int)slice, &reply, &rtt_us, &err) == 0) {
+		if (repl_member_conn_call(conn, "admin", &cmd, (int)slice, &reply, &rtt_us, &err) == 0) {
 			bson_iter_t it;
 			bool good = bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0;
 			if (good) {
@@ -670,6 +671,8 @@ peer_main(void *arg)
 {
 	hb_peer_t *p = arg;
 	struct cmd_repl_hb *hb = p->hb;
+	/* one kept, authenticated connection per peer, as mongod's pool */
+	repl_member_conn_t *conn = repl_member_conn_new(p->host);
 
 	tlog_set_ctx("ReplHeartbeat");
 	for (;;) {
@@ -685,13 +688,14 @@ peer_main(void *arg)
 			bson_destroy(&cfg);
 			break;
 		}
-		heartbeat_once(hb, p->host, &cfg);
+		heartbeat_once(hb, conn, p->host, &cfg);
 		interval = cmd_repl_hb_interval_ms(&cfg);
 		bson_destroy(&cfg);
 		pthread_mutex_lock(&hb_mu);
 		wait_locked(hb, interval);
 		pthread_mutex_unlock(&hb_mu);
 	}
+	repl_member_conn_free(conn);
 	pthread_mutex_lock(&hb_mu);
 	p->done = true;
 	pthread_mutex_unlock(&hb_mu);
@@ -896,7 +900,8 @@ cmd_repl_hb_member_append(engine_t *e, bson_t *m, const char *host, const bson_t
 	BSON_APPEND_DATE_TIME(m, "lastDurableWallTime", r.durable_wall_ms);
 	BSON_APPEND_DATE_TIME(m, "lastHeartbeat", r.last_hb_ms);
 	BSON_APPEND_DATE_TIME(m, "lastHeartbeatRecv", r.last_hb_recv_ms);
-	BSON_APPEND_INT64(m, "pingMs", r.ping_ms < 0 ? 0 : r.ping_ms);
+	/* mongod's UninitializedPing (-1) until a round trip */
+	BSON_APPEND_INT64(m, "pingMs", r.ping_ms);
 	BSON_APPEND_UTF8(m, "lastHeartbeatMessage", r.msg);
 	if (r.auth_issue)
 		BSON_APPEND_BOOL(m, "authenticated", false);
