@@ -505,7 +505,9 @@ note_up(hb_member_t *r, const bson_t *reply, int64_t now, int64_t rtt_ms)
 
 /* Under hb_mu: no answer within the timeout, or a refusal that will not
  * change (mongod's MemberData::setDownValues: the state DOWN, the last
- * answer's optimes and sync source forgotten). */
+ * answer's optimes and sync source forgotten) -- or, auth, the member's
+ * handshake or command refused this member's credentials (setAuthIssue:
+ * health 0 too, but state UNKNOWN, no message, `authenticated: false`). */
 static void
 note_down(hb_member_t *r, int64_t now, const char *msg, bool auth)
 {
@@ -513,8 +515,10 @@ note_down(hb_member_t *r, int64_t now, const char *msg, bool auth)
 	r->up = false;
 	r->up_since_ms = 0;
 	r->last_hb_ms = now;
-	r->state = 8;
+	r->state = auth ? 6 : 8;
 	r->auth_issue = auth;
+	if (auth)
+		msg = "";
 	/* the last answer's optimes go; its wall times and configuration
 	 * version stay (MemberData keeps _lastAppliedWallTime, _configVersion) */
 	r->applied = r->durable = null_optime;

@@ -1017,8 +1017,8 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 			}
 			BSON_APPEND_BOOL(&m, "self", true);
 		} else {
-			/* what this member knows of the other: when it last heard of
-			 * it (Raft's traffic is the heartbeat) */
+			/* no heartbeat finished yet, or Raft is fresher: what Raft
+			 * says of the other, when it last heard of it */
 			if (rows[i].last_contact_ms > 0) {
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeat", rows[i].last_contact_ms);
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeatRecv", rows[i].last_contact_ms);
