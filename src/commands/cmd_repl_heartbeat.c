@@ -319,8 +319,8 @@ static const repl_optime_t null_optime = {0, 0, -1};
  * primary's own writes reach its Raft log after its oplog, so what is
  * known durable there is the commit point (which counts the leader's own
  * persisted log) when it is behind the last write. */
-static void
-durable_of(engine_t *e, const repl_set_info_t *in, repl_optime_t *out, int64_t *wall)
+void
+cmd_repl_hb_durable(engine_t *e, const repl_set_info_t *in, repl_optime_t *out, int64_t *wall)
 {
 	*out = in->last_applied;
 	*wall = in->last_applied_wall_ms;
@@ -400,7 +400,7 @@ CMD_HANDLER(cmd_repl_set_heartbeat)
 		repl_optime_t dur = null_optime, app = null_optime;
 		int64_t dwall = 0, awall = 0;
 		if (in.state != REPL_STATE_STARTUP2 && have_cfg) {
-			durable_of(e, &in, &dur, &dwall);
+			cmd_repl_hb_durable(e, &in, &dur, &dwall);
 			app = in.last_applied;
 			awall = in.last_applied_wall_ms;
 		}
@@ -967,7 +967,7 @@ cmd_repl_hb_progress_append(engine_t *e, bson_t *out)
 			if (strcmp(h, in.self_host) == 0) {
 				int64_t w;
 				app = in.last_applied;
-				durable_of(e, &in, &dur, &w);
+				cmd_repl_hb_durable(e, &in, &dur, &w);
 			} else {
 				pthread_mutex_lock(&hb_mu);
 				{

@@ -24,6 +24,12 @@ int cmd_repl_set_heartbeat(cmd_t *c, terr_t *err);
 void cmd_repl_hb_start(engine_t *e);
 void cmd_repl_hb_stop(engine_t *e);
 
+/* This member's durable optime and its wall time (in: repl_set_info's):
+ * on a secondary its last applied one (it applies only entries its Raft
+ * log persisted), on the primary the commit point while that is behind
+ * its last write (its own writes reach its Raft log after its oplog). */
+void cmd_repl_hb_durable(engine_t *e, const repl_set_info_t *in, repl_optime_t *out, int64_t *wall);
+
 /* settings.heartbeatIntervalMillis of cfg (2000 when absent). */
 int64_t cmd_repl_hb_interval_ms(const bson_t *cfg);
 

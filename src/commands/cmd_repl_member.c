@@ -942,7 +942,19 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		BSON_APPEND_INT64(&d, "t", la->term);
 		bson_append_document_end(&op, &d);
 	}
-	BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
+	{
+		/* mongod's durableOpTime (cmd_repl_heartbeat.h) */
+		repl_optime_t d;
+		int64_t dwall;
+		bson_t dd;
+		cmd_repl_hb_durable(e, &in, &d, &dwall);
+		bson_append_document_begin(&op, "durableOpTime", -1, &dd);
+		BSON_APPEND_TIMESTAMP(&dd, "ts", d.secs, d.inc);
+		BSON_APPEND_INT64(&dd, "t", d.term);
+		bson_append_document_end(&op, &dd);
+		BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
+		BSON_APPEND_DATE_TIME(&op, "lastDurableWallTime", dwall);
+	}
 	bson_append_document_end(reply, &op);
 	/* the election that made it primary (election_log.h) */
 	if (in.state == REPL_STATE_PRIMARY)
@@ -1009,13 +1021,33 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 				bson_append_document_end(&m, &d);
 			}
 			BSON_APPEND_DATE_TIME(&m, "optimeDate", (int64_t)in.last_applied.secs * 1000);
+			{
+				/* as the single-member reply (cmd_repl.c): written is
+				 * applied here; durable as heartbeats answer it */
+				repl_optime_t d;
+				int64_t dwall;
+				bson_t w;
+				bson_append_document_begin(&m, "optimeWritten", -1, &w);
+				BSON_APPEND_TIMESTAMP(&w, "ts", in.last_applied.secs, in.last_applied.inc);
+				BSON_APPEND_INT64(&w, "t", in.last_applied.term);
+				bson_append_document_end(&m, &w);
+				BSON_APPEND_DATE_TIME(&m, "optimeWrittenDate", (int64_t)in.last_applied.secs * 1000);
+				cmd_repl_hb_durable(e, &in, &d, &dwall);
+				BSON_APPEND_DATE_TIME(&m, "lastAppliedWallTime", in.last_applied_wall_ms);
+				BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", dwall);
+				BSON_APPEND_DATE_TIME(&m, "lastWrittenWallTime", in.last_applied_wall_ms);
+			}
 			BSON_APPEND_UTF8(&m, "syncSourceHost",
 			    in.state != REPL_STATE_PRIMARY && leader_host != NULL ? leader_host : "");
+			BSON_APPEND_INT32(&m, "syncSourceId",
+			    in.state != REPL_STATE_PRIMARY && leader >= 0 ? (int32_t)rows[leader].member_id : -1);
+			BSON_APPEND_UTF8(&m, "infoMessage", "");
 			if (in.state == REPL_STATE_PRIMARY) {
 				BSON_APPEND_TIMESTAMP(&m, "electionTime", in.election_optime.secs, in.election_optime.inc);
 				BSON_APPEND_DATE_TIME(&m, "electionDate", in.election_wall_ms);
 			}
 			BSON_APPEND_BOOL(&m, "self", true);
+			BSON_APPEND_UTF8(&m, "lastHeartbeatMessage", "");
 		} else {
 			/* no heartbeat finished yet, or Raft is fresher: what Raft
 			 * says of the other, when it last heard of it */

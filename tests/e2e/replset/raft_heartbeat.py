@@ -98,7 +98,15 @@ def main():
         pr = rows[p.host]
         check(pr["syncSourceHost"] == "" and "electionTime" in pr and "electionDate" in pr,
               "the primary's row: %r" % pr)
-        check(status(s1)["heartbeatIntervalMillis"] == 500, "heartbeatIntervalMillis from the settings")
+        st1 = status(s1)
+        check(st1["heartbeatIntervalMillis"] == 500, "heartbeatIntervalMillis from the settings")
+        me = by_name(st1)[s1.host]
+        for f in ("optimeWritten", "lastAppliedWallTime", "lastDurableWallTime", "syncSourceId", "infoMessage",
+                  "lastHeartbeatMessage"):
+            check(f in me, "the self row's %s: %r" % (f, me))
+        check(me["syncSourceHost"] == p.host and me["syncSourceId"] == cl.members.index(p), "self syncs from the primary")
+        check("durableOpTime" in st1["optimes"] and "lastDurableWallTime" in st1["optimes"],
+              "optimes.durableOpTime: %r" % st1["optimes"])
 
         # optimes move with writes; heartbeats keep coming
         before = o["optime"]["ts"]
