@@ -21,6 +21,7 @@
 #include "common/failpoint.h"
 #include "common/log.h"
 #include "commands/cmd_repl_member.h"
+#include "commands/cmd_repl_heartbeat.h"
 #include "commands/cmd_repl_reads.h"
 #include "repl/election_log.h"
 #include "repl/member_recover.h"
@@ -191,9 +192,8 @@ CMD_HANDLER(cmd_repl_set_initiate)
  * `userWriteBlockMode` (mongod's enum: 1 disabled -- Tamga has no
  * setUserWriteBlockMode, so user writes are never blocked).  Not built:
  * `primaryOnlyServices` (mongod's primary-only services, none of which Tamga
- * runs) and, for {repl: N > 0}, `replicationProgress` (each member's applied
- * and durable optimes from heartbeats: a Raft member knows only the
- * leader's match indexes, not the others' optimes).
+ * runs).  With {repl: N != 0} in an initiated set, `replicationProgress`
+ * (each member's optimes from heartbeats, cmd_repl_heartbeat.c).
  */
 void
 cmd_repl_server_status_append(cmd_t *c, bson_t *out)
@@ -203,6 +203,13 @@ cmd_repl_server_status_append(cmd_t *c, bson_t *out)
 	int32_t rbid;
 
 	cmd_repl_fields_append(c->engine, out, false);
+	/* {repl: N} with N a non-zero number: mongod's appendSecondaryInfoData
+	 * right after hello's fields (cmd_repl_heartbeat.c) */
+	{
+		bson_iter_t it;
+		if (bson_iter_init_find(&it, c->body, "repl") && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) != 0)
+			cmd_repl_hb_progress_append(c->engine, out);
+	}
 	if ((s = client_session(c->client, &err)) != NULL &&
 	    repl_rollback_id(c->engine->st, s, false, &rbid, &err) == 0)
 		BSON_APPEND_INT32(out, "rbid", rbid);

@@ -32,6 +32,7 @@
  * configuration never reaches the forced one's log.
  */
 #include "commands/cmd_repl_member.h"
+#include "commands/cmd_repl_heartbeat.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -553,6 +554,8 @@ cmd_repl_watch_start(engine_t *e)
 	}
 	e->config_watch = w;
 	pthread_mutex_unlock(&watch_mu);
+	/* the members' heartbeats run alongside (cmd_repl_heartbeat.c) */
+	cmd_repl_hb_start(e);
 }
 
 void

@@ -28,6 +28,7 @@
 #include "auth/auth_member.h"
 #include "auth/auth_x509.h"
 #include "commands/cmd_repl.h"
+#include "commands/cmd_repl_heartbeat.h"
 #include "common/log.h"
 #include "common/checked.h"
 #include "repl/election_log.h"
@@ -347,6 +348,7 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 void
 cmd_repl_member_stop(engine_t *e)
 {
+	cmd_repl_hb_stop(e);
 	cmd_repl_watch_stop(e);
 	repl_member_stop(e->member);
 	e->member = NULL;
@@ -934,7 +936,7 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 	    in.state != REPL_STATE_PRIMARY && leader_host != NULL ? leader_host : "");
 	BSON_APPEND_INT32(reply, "syncSourceId",
 	    in.state != REPL_STATE_PRIMARY && leader >= 0 ? (int32_t)rows[leader].member_id : -1);
-	BSON_APPEND_INT64(reply, "heartbeatIntervalMillis", 2000);
+	BSON_APPEND_INT64(reply, "heartbeatIntervalMillis", cmd_repl_hb_interval_ms(&cfg));
 	BSON_APPEND_INT32(reply, "majorityVoteCount", maj);
 	BSON_APPEND_INT32(reply, "writeMajorityCount", maj);
 	BSON_APPEND_INT32(reply, "votingMembersCount", nv);
@@ -950,7 +952,19 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		BSON_APPEND_INT64(&d, "t", la->term);
 		bson_append_document_end(&op, &d);
 	}
-	BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
+	{
+		/* mongod's durableOpTime (cmd_repl_heartbeat.h) */
+		repl_optime_t d;
+		int64_t dwall;
+		bson_t dd;
+		cmd_repl_hb_durable(e, &in, &d, &dwall);
+		bson_append_document_begin(&op, "durableOpTime", -1, &dd);
+		BSON_APPEND_TIMESTAMP(&dd, "ts", d.secs, d.inc);
+		BSON_APPEND_INT64(&dd, "t", d.term);
+		bson_append_document_end(&op, &dd);
+		BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
+		BSON_APPEND_DATE_TIME(&op, "lastDurableWallTime", dwall);
+	}
 	bson_append_document_end(reply, &op);
 	/* the election that made it primary (election_log.h) */
 	if (in.state == REPL_STATE_PRIMARY)
@@ -975,6 +989,18 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &m);
 		BSON_APPEND_INT32(&m, "_id", (int32_t)id);
 		BSON_APPEND_UTF8(&m, "name", h != NULL ? h : "");
+		/* another member: what its heartbeats said (cmd_repl_heartbeat.c),
+		 * Raft's view where it is fresher or no heartbeat finished yet */
+		if (!rows[i].self && h != NULL) {
+			char why[200];
+			bool failed = !rows[i].reachable && repl_member_failure_message(h, why, sizeof(why));
+			bool raft_down = !rows[i].reachable && (rows[i].heard || failed);
+			if (cmd_repl_hb_member_append(e, &m, h, &cfg, raft_down, failed ? why : "", rows[i].last_contact_ms,
+			        now)) {
+				bson_append_document_end(&arr, &m);
+				continue;
+			}
+		}
 		/* mongod's MemberData: health -1 and state UNKNOWN (6) for a
 		 * member not reached yet, 0 and "(not reachable/healthy)" (state
 		 * DOWN, 8) once a contact failed -- a refused handshake is a
@@ -1005,16 +1031,36 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 				bson_append_document_end(&m, &d);
 			}
 			BSON_APPEND_DATE_TIME(&m, "optimeDate", (int64_t)in.last_applied.secs * 1000);
+			{
+				/* as the single-member reply (cmd_repl.c): written is
+				 * applied here; durable as heartbeats answer it */
+				repl_optime_t d;
+				int64_t dwall;
+				bson_t w;
+				bson_append_document_begin(&m, "optimeWritten", -1, &w);
+				BSON_APPEND_TIMESTAMP(&w, "ts", in.last_applied.secs, in.last_applied.inc);
+				BSON_APPEND_INT64(&w, "t", in.last_applied.term);
+				bson_append_document_end(&m, &w);
+				BSON_APPEND_DATE_TIME(&m, "optimeWrittenDate", (int64_t)in.last_applied.secs * 1000);
+				cmd_repl_hb_durable(e, &in, &d, &dwall);
+				BSON_APPEND_DATE_TIME(&m, "lastAppliedWallTime", in.last_applied_wall_ms);
+				BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", dwall);
+				BSON_APPEND_DATE_TIME(&m, "lastWrittenWallTime", in.last_applied_wall_ms);
+			}
 			BSON_APPEND_UTF8(&m, "syncSourceHost",
 			    in.state != REPL_STATE_PRIMARY && leader_host != NULL ? leader_host : "");
+			BSON_APPEND_INT32(&m, "syncSourceId",
+			    in.state != REPL_STATE_PRIMARY && leader >= 0 ? (int32_t)rows[leader].member_id : -1);
+			BSON_APPEND_UTF8(&m, "infoMessage", "");
 			if (in.state == REPL_STATE_PRIMARY) {
 				BSON_APPEND_TIMESTAMP(&m, "electionTime", in.election_optime.secs, in.election_optime.inc);
 				BSON_APPEND_DATE_TIME(&m, "electionDate", in.election_wall_ms);
 			}
 			BSON_APPEND_BOOL(&m, "self", true);
+			BSON_APPEND_UTF8(&m, "lastHeartbeatMessage", "");
 		} else {
-			/* what this member knows of the other: when it last heard of
-			 * it (Raft's traffic is the heartbeat) */
+			/* no heartbeat finished yet, or Raft is fresher: what Raft
+			 * says of the other, when it last heard of it */
 			if (rows[i].last_contact_ms > 0) {
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeat", rows[i].last_contact_ms);
 				BSON_APPEND_DATE_TIME(&m, "lastHeartbeatRecv", rows[i].last_contact_ms);

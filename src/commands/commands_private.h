@@ -65,6 +65,9 @@ struct engine {
 	/* the configuration watch (cmd_repl_force.c): asks the members of this
 	 * node's configuration for theirs, adopts a newer one (NULL: none) */
 	struct cmd_repl_watch *config_watch;
+	/* replSetHeartbeat to the other members (cmd_repl_heartbeat.c; NULL:
+	 * not started) */
+	struct cmd_repl_hb *heartbeats;
 	char *raft_dir;
 	char *self_host;
 	/* ttlMonitorSleepSecs (60) and ttlMonitorEnabled (1): read by the TTL

@@ -5,6 +5,7 @@
 #include "repl/election_log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <raft.h>
 #include <string.h>
@@ -46,6 +47,22 @@ static const char *const reason_values[REPL_ELECTION_NREASONS] = {
 };
 
 static pthread_mutex_t metrics_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(repl_heard_max_fn) heard_max;
+
+void
+repl_election_set_heard_max(repl_heard_max_fn fn)
+{
+	atomic_store(&heard_max, fn);
+}
+
+bool
+repl_election_heard_max(uint64_t *ts, int64_t *t)
+{
+	repl_heard_max_fn fn = atomic_load(&heard_max);
+
+	return fn != NULL && fn(ts, t);
+}
+
 static struct {
 	int64_t called[REPL_ELECTION_NREASONS], successful[REPL_ELECTION_NREASONS];
 	int64_t stepdowns_higher_term;

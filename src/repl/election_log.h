@@ -164,6 +164,14 @@ void repl_election_vote_reason(const repl_vote_seen_t *s, bool granted, char *bu
 
 /* Keep v as the last vote answered (process-wide, thread-safe). */
 void repl_election_vote_record(const repl_election_vote_t *v);
+/* Where maxAppliedOpTimeInSet also looks: the newest applied optime
+ * another member's heartbeat reported (the commands layer's heartbeats,
+ * commands/cmd_repl_heartbeat.c, register fn; NULL unregisters).  fn
+ * answers false when it knows none; it must not block (it runs on the
+ * Raft server's thread).  repl_election_heard_max calls it. */
+typedef bool (*repl_heard_max_fn)(uint64_t *ts, int64_t *t);
+void repl_election_set_heard_max(repl_heard_max_fn fn);
+bool repl_election_heard_max(uint64_t *ts, int64_t *t);
 
 /* Append {key: electionParticipantMetrics} to out when this process has
  * answered a vote request (mongod shows the section only then); false

@@ -480,43 +480,143 @@ int
 repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                 terr_t *err)
 {
-	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
-	mconn_t c = {-1, NULL};
-	int ret;
-	bson_t fp;
+	return repl_member_rpc_timed(host, db, cmd, timeout_ms, reply, NULL, err);
+}
 
-	if (failpoint_any_active() && failpoint_fire("dropRaftMessagesFrom", partitioned_from, (void *)host, &fp)) {
-		bson_destroy(&fp);
-		return terr_set(err, TERR_HOST_UNREACHABLE, "%s is cut off (dropRaftMessagesFrom)", host);
-	}
-	/* the first key, then (key rollover) the second when the peer refuses
-	 * the first, on a new connection */
+/* Open c to host by deadline: TCP, TLS when members connect out with it,
+ * then the member authentication (x.509, or the keyFile's first key and,
+ * when the peer refuses it, the second on a new connection).  0, or -1
+ * with err (nothing left open). */
+static int
+conn_open(mconn_t *c, const char *host, int64_t deadline, terr_t *err)
+{
+	c->fd = -1;
+	c->ssl = NULL;
 	for (size_t which = 0;; which++) {
 		bool refused = false;
-		c.fd = connect_to(host, deadline, err);
-		if (c.fd < 0)
+		c->fd = connect_to(host, deadline, err);
+		if (c->fd < 0)
 			return -1;
-		if (repl_member_tls_outgoing() && tls_connect(&c, host, deadline, err) != 0) {
-			mconn_close(&c);
+		if (repl_member_tls_outgoing() && tls_connect(c, host, deadline, err) != 0) {
+			mconn_close(c);
+			c->fd = -1;
 			return -1;
 		}
 		if (auth_cluster_sends_x509()) {
-			if (authenticate_x509(&c, host, deadline, err) == 0)
-				break;
-			mconn_close(&c);
+			if (authenticate_x509(c, host, deadline, err) == 0)
+				return 0;
+			mconn_close(c);
+			c->fd = -1;
 			return -1;
 		}
-		if (!auth_member_key_present() || authenticate(&c, host, deadline, which, &refused, err) == 0)
-			break;
-		mconn_close(&c);
-		c.ssl = NULL;
+		if (!auth_member_key_present() || authenticate(c, host, deadline, which, &refused, err) == 0)
+			return 0;
+		mconn_close(c);
+		c->fd = -1;
+		c->ssl = NULL;
 		if (!refused || which + 1 >= auth_member_key_count())
 			return -1;
 		terr_clear(err);
 	}
-	ret = roundtrip(&c, host, db, cmd, deadline, reply, err);
+}
+
+/* The dropRaftMessagesFrom fail point cuts host off: err set. */
+static bool
+cut_off(const char *host, terr_t *err)
+{
+	bson_t fp;
+
+	if (failpoint_any_active() && failpoint_fire("dropRaftMessagesFrom", partitioned_from, (void *)host, &fp)) {
+		bson_destroy(&fp);
+		terr_set(err, TERR_HOST_UNREACHABLE, "%s is cut off (dropRaftMessagesFrom)", host);
+		return true;
+	}
+	return false;
+}
+
+int
+repl_member_rpc_timed(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                      int64_t *rtt_us, terr_t *err)
+{
+	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
+	mconn_t c = {-1, NULL};
+	int ret;
+
+	if (cut_off(host, err))
+		return -1;
+	if (conn_open(&c, host, deadline, err) != 0)
+		return -1;
+	{
+		int64_t t0 = tm_now_us();
+		ret = roundtrip(&c, host, db, cmd, deadline, reply, err);
+		if (rtt_us != NULL)
+			*rtt_us = tm_now_us() - t0;
+	}
 	mconn_close(&c);
 	return ret;
+}
+
+struct repl_member_conn {
+	char host[256];
+	mconn_t c;
+	bool open;
+};
+
+repl_member_conn_t *
+repl_member_conn_new(const char *host)
+{
+	repl_member_conn_t *k = bson_malloc0(sizeof(*k));
+
+	bson_strncpy(k->host, host, sizeof(k->host));
+	k->c.fd = -1;
+	return k;
+}
+
+int
+repl_member_conn_call(repl_member_conn_t *k, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                      int64_t *rtt_us, terr_t *err)
+{
+	int64_t deadline = tm_now_us() + (int64_t)timeout_ms * 1000;
+	int ret;
+
+	if (cut_off(k->host, err)) {
+		repl_member_conn_reset(k);
+		return -1;
+	}
+	if (!k->open) {
+		if (conn_open(&k->c, k->host, deadline, err) != 0)
+			return -1;
+		k->open = true;
+	}
+	{
+		int64_t t0 = tm_now_us();
+		ret = roundtrip(&k->c, k->host, db, cmd, deadline, reply, err);
+		if (rtt_us != NULL)
+			*rtt_us = tm_now_us() - t0;
+	}
+	/* a failed or timed-out exchange leaves the stream where nobody knows:
+	 * the next call opens a new connection */
+	if (ret != 0)
+		repl_member_conn_reset(k);
+	return ret;
+}
+
+void
+repl_member_conn_reset(repl_member_conn_t *k)
+{
+	if (k != NULL && k->open) {
+		mconn_close(&k->c);
+		k->c.fd = -1;
+		k->c.ssl = NULL;
+		k->open = false;
+	}
+}
+
+void
+repl_member_conn_free(repl_member_conn_t *k)
+{
+	repl_member_conn_reset(k);
+	bson_free(k);
 }
 
 bool

@@ -30,6 +30,27 @@
 int repl_member_rpc(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                     terr_t *err);
 
+/* The same, and *rtt_us (when not NULL, on success) gets the command's own
+ * round trip on the connection once it is open and authenticated. */
+int repl_member_rpc_timed(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                          int64_t *rtt_us, terr_t *err);
+
+/*
+ * A kept connection to one member (what mongod's heartbeats use: its
+ * pooled connections), opened and authenticated as repl_member_rpc's on
+ * the first call and after a failure.  repl_member_conn_call: one command
+ * on it, as repl_member_rpc_timed (*rtt_us the command's round trip, the
+ * connect and handshake not counted); a failed call closes it (the next
+ * one reconnects).  One thread at a time per connection; _free closes
+ * and frees (NULL is fine), _reset closes only.
+ */
+typedef struct repl_member_conn repl_member_conn_t;
+repl_member_conn_t *repl_member_conn_new(const char *host);
+int repl_member_conn_call(repl_member_conn_t *k, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
+                          int64_t *rtt_us, terr_t *err);
+void repl_member_conn_reset(repl_member_conn_t *k);
+void repl_member_conn_free(repl_member_conn_t *k);
+
 /*
  * Note how authenticating with host ("name:port", its wire-protocol
  * address) went: reason NULL clears a failure (it authenticated), else

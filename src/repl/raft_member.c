@@ -1320,6 +1320,16 @@ vote_answered(repl_member_t *m, const struct raft_message *msg)
 	 * commit point (the primary applied every entry it committed) */
 	v.max_ts = m->committed_ts > applied ? m->committed_ts : applied;
 	v.max_t = m->committed_ts > applied ? m->committed_t : in.last_applied.term;
+	/* and what the other members' heartbeats said they applied (mongod
+	 * takes the newest of its MemberData) */
+	{
+		uint64_t hts;
+		int64_t ht;
+		if (repl_election_heard_max(&hts, &ht) && hts > v.max_ts) {
+			v.max_ts = hts;
+			v.max_t = ht;
+		}
+	}
 	v.priority = m->o.self_index >= 0 && m->o.self_index < m->o.npeers ? m->peers[m->o.self_index].priority : 0;
 	pthread_mutex_unlock(&m->lock);
 	repl_election_vote_record(&v);

@@ -17,6 +17,8 @@
 #include "commands/commands.h"
 #include "commands/concern.h"
 #include "common/failpoint.h"
+#include "common/opctx.h"
+#include <unistd.h>
 #include "repl/replset.h"
 
 #include <openssl/evp.h>
@@ -956,6 +958,122 @@ test_single_on_raft(void)
 	bson_free(dir);
 }
 
+
+/* replSetHeartbeat's arguments and refusals, as mongod's
+ * ReplSetHeartbeatArgsV1::initialize and prepareHeartbeatResponseV1
+ * (src/commands/cmd_repl_heartbeat.c). */
+static int
+hb_code(engine_t *e, const char *json, char *msg, size_t len)
+{
+	int rc;
+	bson_t *r = run(e, "admin", json, &rc);
+
+	if (msg != NULL)
+		bson_strncpy(msg, rc != 0 && tt_get_str(r, "errmsg") != NULL ? tt_get_str(r, "errmsg") : "", len);
+	bson_destroy(r);
+	return rc;
+}
+
+#define HB_OK "\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"hbv\": 1, \"from\": \"h:1\", \"fromId\": 5, \"term\": 1"
+
+static void
+test_heartbeat_args(void)
+{
+	char *dir = tt_tmpdir("rshb"), *sdir = tt_tmpdir("rshbs");
+	engine_t *e = open_engine(dir, "rs0", false), *s = open_engine(sdir, NULL, false);
+	char msg[300];
+	bson_t *r;
+	bson_iter_t it;
+	int rc;
+
+	/* a standalone: 76 */
+	TT_EQ_INT(hb_code(s, "{" HB_OK "}", msg, sizeof(msg)), 76);
+	TT_EQ_STR(msg, "not running using replication");
+	/* not initiated yet: answered, configuration version -2, STARTUP */
+	r = run(e, "admin", "{" HB_OK "}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "v"), -2);
+	TT_EQ_INT(tt_get_i64(r, "state"), 0);
+	TT_EQ_STR(tt_get_str(r, "set"), "rs0");
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetInitiate\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	{
+		int64_t deadline = tm_now_us() + 20 * 1000000;
+		do {
+			r = run(e, "admin", "{\"hello\": 1}", &rc);
+			bool prim = tt_get(r, "isWritablePrimary", &it) && bson_iter_as_bool(&it);
+			bson_destroy(r);
+			if (prim)
+				break;
+			usleep(20000);
+		} while (tm_now_us() < deadline);
+	}
+	/* the answer: mongod's field names, the sender's older configuration
+	 * handed over */
+	r = run(e, "admin", "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 0, \"hbv\": 1, \"from\": \"\", \"term\": 0}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_INT(tt_get_i64(r, "state"), 1);
+	TT_EQ_INT(tt_get_i64(r, "v"), 1);
+	TT_ASSERT(tt_get(r, "t", &it));
+	TT_EQ_STR(tt_get_str(r, "set"), "rs0");
+	TT_ASSERT(tt_get(r, "electionTime", &it) && BSON_ITER_HOLDS_DATE_TIME(&it));
+	TT_ASSERT(tt_get(r, "config", &it) && BSON_ITER_HOLDS_DOCUMENT(&it));
+	TT_ASSERT(tt_get(r, "opTime.ts", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	TT_ASSERT(tt_get(r, "durableOpTime.ts", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	TT_ASSERT(tt_get(r, "wallTime", &it) && BSON_ITER_HOLDS_DATE_TIME(&it));
+	TT_ASSERT(tt_get(r, "durableWallTime", &it) && BSON_ITER_HOLDS_DATE_TIME(&it));
+	TT_ASSERT(!tt_get(r, "syncingTo", &it));
+	bson_destroy(r);
+	r = run(e, "admin", "{" HB_OK ", \"configTerm\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_ASSERT(!tt_get(r, "config", &it));   /* not older: no configuration */
+	bson_destroy(r);
+
+	/* argument errors, in mongod's order */
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"hbv\": 1, \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 4);
+	TT_EQ_STR(msg, "Missing expected field \"configVersion\"");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": \"1\", \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 14);
+	TT_EQ_STR(msg, "Expected field \"configVersion\" to have numeric type, but found string");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1.5, \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 2);
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"hbv\": 2, \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 40666);
+	TT_EQ_STR(msg, "Found invalid value for field hbv: 2");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"checkEmpty\": \"x\", \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 14);
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"term\": 1}", msg, sizeof(msg)), 4);
+	TT_EQ_STR(msg, "Missing expected field \"from\"");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"from\": 7, \"term\": 1}", msg, sizeof(msg)), 14);
+	TT_EQ_STR(msg, "\"from\" had the wrong type. Expected string, found int");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"from\": \"h:99999\", \"term\": 1}", msg, sizeof(msg)), 9);
+	TT_EQ_STR(msg, "Port number 99999 out of range parsing HostAndPort from h:99999");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"from\": \"\"}", msg, sizeof(msg)), 4);
+	TT_EQ_STR(msg, "Missing expected field \"term\"");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": 1, \"configVersion\": 1, \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 14);
+	TT_EQ_STR(msg, "\"replSetHeartbeat\" had the wrong type. Expected string, found int");
+	/* the set's checks */
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs1\", \"configVersion\": 1, \"from\": \"\", \"term\": 1}", msg, sizeof(msg)), 108);
+	TT_EQ_STR(msg, "Our set name of rs0 does not match name rs1 reported by remote node");
+	TT_EQ_INT(hb_code(e, "{\"replSetHeartbeat\": \"rs0\", \"configVersion\": 1, \"from\": \"h:1\", \"fromId\": 0, \"term\": 1}", msg, sizeof(msg)), 2);
+	TT_EQ_STR(msg, "Received heartbeat from member with the same member ID as ourself: 0");
+	/* serverStatus({repl: 1}): replicationProgress, this member's entry */
+	r = run(e, "admin", "{\"serverStatus\": 1, \"repl\": 1}", &rc);
+	TT_EQ_INT(rc, 0);
+	TT_EQ_STR(tt_get_str(r, "repl.replicationProgress.0.host"), SELF);
+	TT_EQ_INT(tt_get_i64(r, "repl.replicationProgress.0.memberId"), 0);
+	TT_ASSERT(tt_get(r, "repl.replicationProgress.0.lastAppliedOpTime.ts", &it));
+	TT_ASSERT(!tt_get(r, "repl.replicationProgress.1", &it));
+	bson_destroy(r);
+	r = run(e, "admin", "{\"serverStatus\": 1}", &rc);
+	TT_ASSERT(!tt_get(r, "repl.replicationProgress", &it));
+	bson_destroy(r);
+	engine_close(e);
+	engine_close(s);
+	tt_rmdir(dir);
+	tt_rmdir(sdir);
+	bson_free(dir);
+	bson_free(sdir);
+}
+
 int
 main(void)
 {
@@ -967,5 +1085,6 @@ main(void)
 	TT_RUN(test_engine_standalone);
 	TT_RUN(test_cluster_time_signed);
 	TT_RUN(test_single_on_raft);
+	TT_RUN(test_heartbeat_args);
 	return tt_finish();
 }
