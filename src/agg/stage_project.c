@@ -1089,6 +1089,11 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 	 * an array of Documents, or that this stage writes inside */
 	const agg_rt_t *grp = NULL, *gunwind = NULL;
 	const pnode_t *at = NULL;
+	/* the carriers a stage upstream asks, from the nearest the source
+	 * down to this index: past grp (which hands each element's slots back
+	 * from its own packs, agg_group_slot_element) the carriers after it
+	 * keep only the group and the element, not what grp already keeps */
+	int ask_lo = 0;
 	/* the projections passed since the last promotion or $group: one that
 	 * replaced or removed a $group's field whole ends the chain there
 	 * (past SLOTS_MAX of them, any does); the same for $lookup's `as` */
@@ -1132,7 +1137,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			bool carried = nops < SLOT_OPS_MAX;
 			/* nearest the source first: one that refuses leaves the
 			 * carriers after it unasked (they would keep a stale document) */
-			for (int i = ncarriers - 1; i >= 0 && carried; i--)
+			for (int i = ncarriers - 1; i >= ask_lo && carried; i--)
 				carried = carrier_carry(carriers[i], carrier_paths[i], in);
 			if (!carried)
 				break;
@@ -1232,6 +1237,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 					break;
 				grp = in;
 				gunwind = uw;
+				ask_lo = ncarriers;
 			}
 			carrier_paths[ncarriers] = cpath;
 			carriers[ncarriers++] = in;
@@ -1269,7 +1275,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			bool carried = true;
 			/* nearest the source first: one that refuses leaves the
 			 * carriers after it unasked (they would keep a stale document) */
-			for (int i = ncarriers - 1; i >= 0 && carried; i--)
+			for (int i = ncarriers - 1; i >= ask_lo && carried; i--)
 				carried = carrier_carry(carriers[i], carrier_paths[i], in);
 			if (!carried)
 				break;
@@ -1297,6 +1303,24 @@ int
 agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max)
 {
 	return from != NULL ? slots_walk(NULL, NULL, from, from->x, out, max) : 0;
+}
+
+bool
+agg_carry_add(const agg_rt_t ***srcs, bson_t **views, int *n, int *cap, const agg_rt_t *src)
+{
+	if (*n == AGG_CARRY_MAX)
+		return false;
+	if (*n == *cap) {
+		*cap = *cap == 0 ? 4 : *cap * 2 > AGG_CARRY_MAX ? AGG_CARRY_MAX : *cap * 2;
+		*srcs = bson_realloc((void *)*srcs, sizeof(**srcs) * (size_t)*cap);
+		bson_t *v = tm_bson_array_new((size_t)*cap);    /* bson_t's alignment */
+		if (*n > 0)
+			memcpy(v, *views, sizeof(*v) * (size_t)*n);
+		bson_free(*views);
+		*views = v;
+	}
+	(*srcs)[(*n)++] = src;
+	return true;
 }
 
 size_t
