@@ -355,7 +355,7 @@ size_t agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, 
  * grown with *views, both owned by the carrier and freed with bson_free;
  * *cap their size).  False past AGG_CARRY_MAX sources (each costs every
  * document it holds a skeleton): the asking chain then ends there. */
-#define AGG_CARRY_MAX 32
+#define AGG_CARRY_MAX 64
 bool agg_carry_add(const agg_rt_t ***srcs, bson_t **views, int *n, int *cap, const agg_rt_t *src);
 void agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views);
 int agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max);

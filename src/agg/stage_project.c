@@ -83,8 +83,14 @@ typedef struct proj_plan {
 	pnode_t root;
 } proj_plan_t;
 
-#define SLOTS_MAX 8
-#define SLOT_OPS_MAX 8
+/* How far a setting stage looks back for slots: the sources it fills
+ * (exclusions, $addFields holes), the promotions and $unwind between, the
+ * carriers between.  A chain past one of these ends there (the field then
+ * lands last): well past what pipelines write (the randomized check's
+ * shapes use at most a few of each). */
+#define SLOTS_MAX 32
+#define SLOT_OPS_MAX 32
+#define SLOT_CARRIERS_MAX 16
 
 /* What happened to the Document between an exclusion and the stage using
  * its slots, from the stage up: a $replaceRoot / $replaceWith promoted the
@@ -1079,8 +1085,8 @@ static int
 slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, const agg_exec_t *x,
            const agg_rt_t **cands, int max)
 {
-	const agg_rt_t *in, *carriers[8];
-	const char *carrier_paths[8];  /* a $group's: the field of its document accumulator */
+	const agg_rt_t *in, *carriers[SLOT_CARRIERS_MAX];
+	const char *carrier_paths[SLOT_CARRIERS_MAX];  /* a $group's: the field of its document accumulator */
 	int ncarriers = 0, n = 0, nops = 0;
 	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
 	const char *rp;

@@ -965,6 +965,47 @@ test_slots_carrier_sources(void)
 	AGG_EQ("carry3", "[{\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$unwind\": \"$r\"}, {\"$unwind\": \"$t\"}, {\"$unwind\": \"$u\"},"
 	    " {\"$unwind\": \"$v\"}, {\"$sort\": {\"_id\": 1}}, {\"$set\": {\"b\": 901}}]",
 	    "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 901, \"c\" : 3, \"r\" : 1, \"t\" : 2, \"u\" : 3, \"v\" : 4 } ]");
+
+	/* longer chains than the walk once followed (eight of each): ten
+	 * $unwind then a $sort, ten $sort, ten $set leaving a hole each */
+	{
+		char docs[512], want[512], q[2048];
+		size_t o = 0, w = 0, l;
+		o += (size_t)snprintf(docs + o, sizeof docs - o, "[{\"_id\": 1, \"a\": 1, \"b\": 2");
+		w += (size_t)snprintf(want + w, sizeof want - w, "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 901");
+		for (int i = 0; i < 10; i++) {
+			o += (size_t)snprintf(docs + o, sizeof docs - o, ", \"u%d\": [%d]", i, i);
+			w += (size_t)snprintf(want + w, sizeof want - w, ", \"u%d\" : %d", i, i);
+		}
+		snprintf(docs + o, sizeof docs - o, "}]");
+		snprintf(want + w, sizeof want - w, " } ]");
+		load("carry4", docs);
+		l = (size_t)snprintf(q, sizeof q, "[{\"$set\": {\"b\": \"$$REMOVE\"}}");
+		for (int i = 0; i < 10; i++)
+			l += (size_t)snprintf(q + l, sizeof q - l, ", {\"$unwind\": \"$u%d\"}", i);
+		snprintf(q + l, sizeof q - l, ", {\"$sort\": {\"_id\": 1}}, {\"$set\": {\"b\": 901}}]");
+		AGG_EQ("carry4", q, want);
+
+		load("carry5", "[{\"_id\": 1, \"a\": 1, \"b\": 2, \"c\": 3}]");
+		l = (size_t)snprintf(q, sizeof q, "[{\"$set\": {\"b\": \"$$REMOVE\"}}");
+		for (int i = 0; i < 10; i++)
+			l += (size_t)snprintf(q + l, sizeof q - l, ", {\"$sort\": {\"c\": %d}}, {\"$match\": {\"a\": 1}}",
+			                      i % 2 ? 1 : -1);
+		snprintf(q + l, sizeof q - l, ", {\"$set\": {\"b\": 901}}]");
+		AGG_EQ("carry5", q, "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 901, \"c\" : 3 } ]");
+
+		/* holes of fields the document lacked: appended in the order they
+		 * were left, each filled in place */
+		l = (size_t)snprintf(q, sizeof q, "[");
+		for (int i = 9; i >= 0; i--)
+			l += (size_t)snprintf(q + l, sizeof q - l, "{\"$set\": {\"f%d\": \"$$REMOVE\"}}, ", i);
+		l += (size_t)snprintf(q + l, sizeof q - l, "{\"$set\": {");
+		for (int i = 0; i < 10; i++)
+			l += (size_t)snprintf(q + l, sizeof q - l, "%s\"f%d\": %d", i ? ", " : "", i, i);
+		snprintf(q + l, sizeof q - l, "}}]");
+		AGG_EQ("carry5", q, "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 2, \"c\" : 3, \"f9\" : 9, \"f8\" : 8, \"f7\" : 7, "
+		    "\"f6\" : 6, \"f5\" : 5, \"f4\" : 4, \"f3\" : 3, \"f2\" : 2, \"f1\" : 1, \"f0\" : 0 } ]");
+	}
 }
 
 /* ---- field-order slots, randomized --------------------------------------
