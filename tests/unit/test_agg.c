@@ -1233,7 +1233,8 @@ slots_random_round(uint64_t seed)
 	TT_ASSERT(runs > 120);
 }
 
-/* The randomized slot check over fixed seeds, so `make test` is repeatable.
+/* The randomized slot check over fixed seeds, so `make test` is repeatable
+ * (41 is one of the seeds a carrier's four sources failed, twice).
  * TAMGA_TEST_SEED=<n> runs that seed's round alone, =<a>-<b> every seed
  * from a to b (exploration: each failing seed prints its shrinkable case).
  * Seeds 1013 and 1796642882 failed until session 13 (a carrier's four
@@ -1241,7 +1242,7 @@ slots_random_round(uint64_t seed)
 static void
 test_slots_randomized(void)
 {
-	static const uint64_t seeds[] = {1000, 1001, 1002};
+	static const uint64_t seeds[] = {1000, 1001, 1002, 41};
 	const char *seed_env = getenv("TAMGA_TEST_SEED");
 
 	if (seed_env != NULL) {
