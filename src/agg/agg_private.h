@@ -360,6 +360,13 @@ void agg_proj_slot_set(const agg_rt_t *excl, const bson_t *ref);
  * agg_facet_carry_slots (stage_lookup.c): whether the $facet facet_rt
  * carries excl's slots to its branches (decided at its open). */
 size_t agg_proj_slots_pack(const agg_rt_t *const *srcs, int n, bson_t *scratch, uint8_t **buf, size_t *cap);
+/* agg_carry_add: a carrier ($sort, a classic $group) asked to carry the
+ * slots of src, not yet in its list *srcs[0..*n), appends it (the list
+ * grown with *views, both owned by the carrier and freed with bson_free;
+ * *cap their size).  False past AGG_CARRY_MAX sources (each costs every
+ * document it holds a skeleton): the asking chain then ends there. */
+#define AGG_CARRY_MAX 64
+bool agg_carry_add(const agg_rt_t ***srcs, bson_t **views, int *n, int *cap, const agg_rt_t *src);
 void agg_proj_slots_unpack(const agg_rt_t *const *srcs, int n, const uint8_t *aux, uint32_t len, bson_t *views);
 int agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max);
 bool agg_facet_carry_slots(const agg_rt_t *facet_rt, const agg_rt_t *excl);

@@ -324,8 +324,6 @@ typedef struct group {
 	size_t slot_mem;          /* bytes of aux or packs, counted in mem */
 } group_t;
 
-#define GROUP_SLOT_SRCS 4
-
 typedef struct group_state {
 	group_t *groups;
 	int64_t n, cap;
@@ -344,8 +342,8 @@ typedef struct group_state {
 	 * slots the document accumulator slot_acc ($first / $last of $$ROOT)
 	 * keeps, packed per group as its document is taken (g->aux) and handed
 	 * back (views, static over g->aux) as the group is output */
-	const agg_rt_t *slot_srcs[GROUP_SLOT_SRCS];
-	int nslot, slot_acc;
+	const agg_rt_t **slot_srcs;   /* agg_carry_add's list, owned */
+	int nslot, slot_cap, slot_acc;
 	bool slot_last;           /* slot_acc is a $last: every document replaces it */
 	bool slot_top;            /* a $top / $bottom: the document it took (accum_holds_latest) */
 	/* slot_acc is an array accumulator: one set of slots per element
@@ -355,7 +353,7 @@ typedef struct group_state {
 	bson_t sk;
 	uint8_t *pack;
 	size_t pack_cap;
-	bson_t views[GROUP_SLOT_SRCS];
+	bson_t *views;
 } group_state_t;
 
 AGG_DEFINE_OPEN_WITH_OUT(group_open, group_state_t)
@@ -961,16 +959,17 @@ agg_group_carry_slots(const agg_rt_t *group_rt, const agg_rt_t *excl, const char
 	for (int j = 0; j < gs->nslot; j++)
 		if (gs->slot_srcs[j] == excl)
 			return true;
-	if (gs->nslot == GROUP_SLOT_SRCS || !agg_classic_group_input(group_rt, excl))
+	if (!agg_classic_group_input(group_rt, excl))
 		return false;
 	if (gs->nslot == 0)
 		bson_init(&gs->sk);
+	if (!agg_carry_add(&gs->slot_srcs, &gs->views, &gs->nslot, &gs->slot_cap, excl))
+		return false;       /* full: never when nslot is 0 */
 	gs->slot_acc = a;
 	gs->slot_items = kind == 2;
 	gs->slot_last = strcmp(op, "$last") == 0;
 	gs->slot_top = strcmp(op, "$top") == 0 || strcmp(op, "$bottom") == 0;
 	gs->cur = -1;
-	gs->slot_srcs[gs->nslot++] = excl;
 	return true;
 }
 
@@ -1038,6 +1037,8 @@ group_close(agg_rt_t *rt)
 	sort_spec_free(gs->spill_spec);
 	if (gs->nslot > 0)
 		bson_destroy(&gs->sk);
+	bson_free((void *)gs->slot_srcs);
+	bson_free(gs->views);
 	bson_free(gs->pack);
 	bson_free(gs);
 }

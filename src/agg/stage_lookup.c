@@ -1096,7 +1096,7 @@ err:
 	return ret;
 }
 
-#define FACET_SLOT_SRCS 8
+#define FACET_SLOT_SRCS 32     /* as agg_proj_slot_candidates may answer */
 
 /* docs: the input, buffered.  slot_srcs: the exclusions upstream whose
  * removed fields' slots a $addFields / $set in a branch may fill (mongod's

@@ -83,8 +83,14 @@ typedef struct proj_plan {
 	pnode_t root;
 } proj_plan_t;
 
-#define SLOTS_MAX 8
-#define SLOT_OPS_MAX 8
+/* How far a setting stage looks back for slots: the sources it fills
+ * (exclusions, $addFields holes), the promotions and $unwind between, the
+ * carriers between.  A chain past one of these ends there (the field then
+ * lands last): well past what pipelines write (the randomized check's
+ * shapes use at most a few of each). */
+#define SLOTS_MAX 32
+#define SLOT_OPS_MAX 32
+#define SLOT_CARRIERS_MAX 16
 
 /* What happened to the Document between an exclusion and the stage using
  * its slots, from the stage up: a $replaceRoot / $replaceWith promoted the
@@ -1079,8 +1085,8 @@ static int
 slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, const agg_exec_t *x,
            const agg_rt_t **cands, int max)
 {
-	const agg_rt_t *in, *carriers[8];
-	const char *carrier_paths[8];  /* a $group's: the field of its document accumulator */
+	const agg_rt_t *in, *carriers[SLOT_CARRIERS_MAX];
+	const char *carrier_paths[SLOT_CARRIERS_MAX];  /* a $group's: the field of its document accumulator */
 	int ncarriers = 0, n = 0, nops = 0;
 	slot_op_t ops[SLOT_OPS_MAX];   /* how rt's document came from the input of `in` */
 	const char *rp;
@@ -1089,6 +1095,11 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 	 * an array of Documents, or that this stage writes inside */
 	const agg_rt_t *grp = NULL, *gunwind = NULL;
 	const pnode_t *at = NULL;
+	/* the carriers a stage upstream asks, from the nearest the source
+	 * down to this index: past grp (which hands each element's slots back
+	 * from its own packs, agg_group_slot_element) the carriers after it
+	 * keep only the group and the element, not what grp already keeps */
+	int ask_lo = 0;
 	/* the projections passed since the last promotion or $group: one that
 	 * replaced or removed a $group's field whole ends the chain there
 	 * (past SLOTS_MAX of them, any does); the same for $lookup's `as` */
@@ -1132,7 +1143,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			bool carried = nops < SLOT_OPS_MAX;
 			/* nearest the source first: one that refuses leaves the
 			 * carriers after it unasked (they would keep a stale document) */
-			for (int i = ncarriers - 1; i >= 0 && carried; i--)
+			for (int i = ncarriers - 1; i >= ask_lo && carried; i--)
 				carried = carrier_carry(carriers[i], carrier_paths[i], in);
 			if (!carried)
 				break;
@@ -1232,6 +1243,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 					break;
 				grp = in;
 				gunwind = uw;
+				ask_lo = ncarriers;
 			}
 			carrier_paths[ncarriers] = cpath;
 			carriers[ncarriers++] = in;
@@ -1269,7 +1281,7 @@ slots_walk(const proj_plan_t *plan, proj_state_t *ps, const agg_rt_t *from, cons
 			bool carried = true;
 			/* nearest the source first: one that refuses leaves the
 			 * carriers after it unasked (they would keep a stale document) */
-			for (int i = ncarriers - 1; i >= 0 && carried; i--)
+			for (int i = ncarriers - 1; i >= ask_lo && carried; i--)
 				carried = carrier_carry(carriers[i], carrier_paths[i], in);
 			if (!carried)
 				break;
@@ -1297,6 +1309,24 @@ int
 agg_proj_slot_candidates(const agg_rt_t *from, const agg_rt_t **out, int max)
 {
 	return from != NULL ? slots_walk(NULL, NULL, from, from->x, out, max) : 0;
+}
+
+bool
+agg_carry_add(const agg_rt_t ***srcs, bson_t **views, int *n, int *cap, const agg_rt_t *src)
+{
+	if (*n == AGG_CARRY_MAX)
+		return false;
+	if (*n == *cap) {
+		*cap = *cap == 0 ? 4 : *cap * 2 > AGG_CARRY_MAX ? AGG_CARRY_MAX : *cap * 2;
+		*srcs = bson_realloc((void *)*srcs, sizeof(**srcs) * (size_t)*cap);
+		bson_t *v = tm_bson_array_new((size_t)*cap);    /* bson_t's alignment */
+		if (*n > 0)
+			memcpy(v, *views, sizeof(*v) * (size_t)*n);
+		bson_free(*views);
+		*views = v;
+	}
+	(*srcs)[(*n)++] = src;
+	return true;
 }
 
 size_t

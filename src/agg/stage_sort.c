@@ -18,6 +18,7 @@
 
 #include "bson/path.h"
 #include "bson/value.h"
+#include "common/mem.h"
 #include "query/sort.h"
 
 /* ---- sort specs --------------------------------------------------------- */
@@ -128,8 +129,6 @@ typedef struct sort_plan {
 	int64_t limit;        /* a following $limit (top-k), 0 = none */
 } sort_plan_t;
 
-#define SORT_SLOT_SRCS 4
-
 /* slot_srcs: the exclusions upstream whose removed fields' slots a later
  * $addFields / $set fills (agg_sort_carry_slots).  Each document added
  * carries, as the sorter's aux bytes (counted and dropped with it), one
@@ -139,12 +138,12 @@ typedef struct sort_plan {
 typedef struct sort_state {
 	sorter_t *sorter;
 	bool filled;
-	const agg_rt_t *slot_srcs[SORT_SLOT_SRCS];
-	int nslot;
+	const agg_rt_t **slot_srcs;   /* agg_carry_add's list, owned */
+	int nslot, slot_cap;
 	bson_t sk;
 	uint8_t *aux;
 	size_t aux_len, aux_cap;
-	bson_t views[SORT_SLOT_SRCS];
+	bson_t *views;
 } sort_state_t;
 
 static void
@@ -190,7 +189,7 @@ sort_open(agg_rt_t *rt, terr_t *err)
 {
 	const sort_plan_t *sp = rt->st->plan;
 	const agg_host_t *h = rt->x->p->host;
-	sort_state_t *ss = bson_malloc0(sizeof(sort_state_t));
+	sort_state_t *ss = tm_alloc0(sizeof(sort_state_t));     /* holds a bson_t */
 
 	ss->sorter = sorter_new(sp->spec, sp->limit, h != NULL && h->allow_disk_use,
 	                        h != NULL && h->sort_memory_limit > 0 ? h->sort_memory_limit :
@@ -250,12 +249,11 @@ agg_sort_carry_slots(const agg_rt_t *sort_rt, const agg_rt_t *excl)
 	for (int j = 0; j < ss->nslot; j++)
 		if (ss->slot_srcs[j] == excl)
 			return true;
-	if (ss->nslot == SORT_SLOT_SRCS || ss->filled)
+	if (ss->filled)
 		return false;
 	if (ss->nslot == 0)
 		bson_init(&ss->sk);
-	ss->slot_srcs[ss->nslot++] = excl;
-	return true;
+	return agg_carry_add(&ss->slot_srcs, &ss->views, &ss->nslot, &ss->slot_cap, excl);
 }
 
 bool
@@ -272,6 +270,8 @@ sort_close(agg_rt_t *rt)
 	sorter_free(ss->sorter);
 	if (ss->nslot > 0)
 		bson_destroy(&ss->sk);
+	bson_free((void *)ss->slot_srcs);
+	bson_free(ss->views);
 	bson_free(ss->aux);
 	bson_free(ss);
 }

@@ -928,6 +928,86 @@ test_slots_group_items(void)
 	}
 }
 
+/* A carrier keeps every source of slots it is asked for: the two seeds of
+ * the randomized check below (1796642882, 1013) shrunk.  The $sort after
+ * the $group was asked for five (the $unwind of d, the $group, both
+ * $unwind of r and the $set leaving the hole), kept four and ended the
+ * chain: the hole's field came back appended.  mongod keeps the missing
+ * Value in the Document through every stage here (DocumentStorage::clone
+ * keeps each field's position; the second $unwind of a non-array hands
+ * the input Document on; $topN keeps the Value): the field is filled in
+ * place.  Past a $group handing back each element's slots itself, the
+ * carriers after it keep only the group and the element. */
+static void
+test_slots_carrier_sources(void)
+{
+	const char *chain = "{\"$unwind\": \"$r\"}, {\"$unwind\": \"$r\"}, {\"$group\": {\"_id\": \"$_id\", \"d\": {\"$topN\":"
+	                    " {\"n\": 1, \"output\": \"$$ROOT\", \"sortBy\": {\"k\": 1}}}}}, {\"$unwind\": \"$d\"},"
+	                    " {\"$sort\": {\"_id\": 1}}, {\"$replaceWith\": \"$d\"}";
+	char p[1024];
+
+	/* seed 1796642882: a hole filled by a $set, alone and in a $facet branch */
+	load("carry1", "[{\"_id\": 9, \"d\": 92, \"r\": [{}]}]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"d\": \"$$REMOVE\"}}, %s, {\"$set\": {\"d\": 901}}]", chain);
+	AGG_EQ("carry1", p, "[ { \"_id\" : 9, \"d\" : 901, \"r\" : {  } } ]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"d\": \"$$REMOVE\"}}, {\"$facet\": {\"o\": [%s, {\"$set\": {\"d\": 901}}]}}]", chain);
+	AGG_EQ("carry1", p, "[ { \"o\" : [ { \"_id\" : 9, \"d\" : 901, \"r\" : {  } } ] } ]");
+	/* the same chain after an exclusion (a leading $set keeps 9.0's $group classic) */
+	snprintf(p, sizeof p, "[{\"$set\": {\"g0\": 1}}, {\"$unset\": \"d\"}, %s, {\"$set\": {\"d\": 901}}]", chain);
+	AGG_EQ("carry1", p, "[ { \"_id\" : 9, \"d\" : 901, \"r\" : {  }, \"g0\" : 1 } ]");
+	/* seed 1013: a nested hole filled by a $lookup's `as` */
+	load("carry2", "[{\"_id\": 6, \"s\": {\"z\": 602, \"x\": 603}, \"r\": [{}]}]");
+	snprintf(p, sizeof p, "[{\"$set\": {\"s.z\": \"$$REMOVE\"}}, %s, {\"$lookup\": {\"from\": \"carry2\","
+	         " \"pipeline\": [{\"$project\": {\"_id\": 1}}], \"as\": \"s.z\"}}]", chain);
+	AGG_EQ("carry2", p, "[ { \"_id\" : 6, \"s\" : { \"z\" : [ { \"_id\" : 6 } ], \"x\" : 603 }, \"r\" : {  } } ]");
+	/* no $group: a $sort asked for four $unwind and the hole */
+	load("carry3", "[{\"_id\": 1, \"a\": 1, \"b\": 2, \"c\": 3, \"r\": [1], \"t\": [2], \"u\": [3], \"v\": [4]}]");
+	AGG_EQ("carry3", "[{\"$set\": {\"b\": \"$$REMOVE\"}}, {\"$unwind\": \"$r\"}, {\"$unwind\": \"$t\"}, {\"$unwind\": \"$u\"},"
+	    " {\"$unwind\": \"$v\"}, {\"$sort\": {\"_id\": 1}}, {\"$set\": {\"b\": 901}}]",
+	    "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 901, \"c\" : 3, \"r\" : 1, \"t\" : 2, \"u\" : 3, \"v\" : 4 } ]");
+
+	/* longer chains than the walk once followed (eight of each): ten
+	 * $unwind then a $sort, ten $sort, ten $set leaving a hole each */
+	{
+		char docs[512], want[512], q[2048];
+		size_t o = 0, w = 0, l;
+		o += (size_t)snprintf(docs + o, sizeof docs - o, "[{\"_id\": 1, \"a\": 1, \"b\": 2");
+		w += (size_t)snprintf(want + w, sizeof want - w, "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 901");
+		for (int i = 0; i < 10; i++) {
+			o += (size_t)snprintf(docs + o, sizeof docs - o, ", \"u%d\": [%d]", i, i);
+			w += (size_t)snprintf(want + w, sizeof want - w, ", \"u%d\" : %d", i, i);
+		}
+		snprintf(docs + o, sizeof docs - o, "}]");
+		snprintf(want + w, sizeof want - w, " } ]");
+		load("carry4", docs);
+		l = (size_t)snprintf(q, sizeof q, "[{\"$set\": {\"b\": \"$$REMOVE\"}}");
+		for (int i = 0; i < 10; i++)
+			l += (size_t)snprintf(q + l, sizeof q - l, ", {\"$unwind\": \"$u%d\"}", i);
+		snprintf(q + l, sizeof q - l, ", {\"$sort\": {\"_id\": 1}}, {\"$set\": {\"b\": 901}}]");
+		AGG_EQ("carry4", q, want);
+
+		load("carry5", "[{\"_id\": 1, \"a\": 1, \"b\": 2, \"c\": 3}]");
+		l = (size_t)snprintf(q, sizeof q, "[{\"$set\": {\"b\": \"$$REMOVE\"}}");
+		for (int i = 0; i < 10; i++)
+			l += (size_t)snprintf(q + l, sizeof q - l, ", {\"$sort\": {\"c\": %d}}, {\"$match\": {\"a\": 1}}",
+			                      i % 2 ? 1 : -1);
+		snprintf(q + l, sizeof q - l, ", {\"$set\": {\"b\": 901}}]");
+		AGG_EQ("carry5", q, "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 901, \"c\" : 3 } ]");
+
+		/* holes of fields the document lacked: appended in the order they
+		 * were left, each filled in place */
+		l = (size_t)snprintf(q, sizeof q, "[");
+		for (int i = 9; i >= 0; i--)
+			l += (size_t)snprintf(q + l, sizeof q - l, "{\"$set\": {\"f%d\": \"$$REMOVE\"}}, ", i);
+		l += (size_t)snprintf(q + l, sizeof q - l, "{\"$set\": {");
+		for (int i = 0; i < 10; i++)
+			l += (size_t)snprintf(q + l, sizeof q - l, "%s\"f%d\": %d", i ? ", " : "", i, i);
+		snprintf(q + l, sizeof q - l, "}}]");
+		AGG_EQ("carry5", q, "[ { \"_id\" : 1, \"a\" : 1, \"b\" : 2, \"c\" : 3, \"f9\" : 9, \"f8\" : 8, \"f7\" : 7, "
+		    "\"f6\" : 6, \"f5\" : 5, \"f4\" : 4, \"f3\" : 3, \"f2\" : 2, \"f1\" : 1, \"f0\" : 0 } ]");
+	}
+}
+
 /* ---- field-order slots, randomized --------------------------------------
  * Removing a field and setting it again later must leave it where setting it
  * in place would (mongod's Document keeps the removed field's slot,
@@ -1153,20 +1233,23 @@ slots_random_round(uint64_t seed)
 	TT_ASSERT(runs > 120);
 }
 
-/* The randomized slot check over fixed seeds, so `make test` is repeatable;
- * TAMGA_TEST_SEED=<n> runs one round of another seed (time-seeded
- * exploration finds shapes still open: seeds 1013 and 1796642882 fail at
- * session 12's end; 1796642882's is a $$REMOVE slot lost through a $facet
- * branch of two $unwind, a $group's $topN of $$ROOT, $unwind, $sort and
- * $replaceWith). */
+/* The randomized slot check over fixed seeds, so `make test` is repeatable
+ * (41 is one of the seeds a carrier's four sources failed, twice).
+ * TAMGA_TEST_SEED=<n> runs that seed's round alone, =<a>-<b> every seed
+ * from a to b (exploration: each failing seed prints its shrinkable case).
+ * Seeds 1013 and 1796642882 failed until session 13 (a carrier's four
+ * sources: test_slots_carrier_sources). */
 static void
 test_slots_randomized(void)
 {
-	static const uint64_t seeds[] = {1000, 1001, 1002};
+	static const uint64_t seeds[] = {1000, 1001, 1002, 41};
 	const char *seed_env = getenv("TAMGA_TEST_SEED");
 
 	if (seed_env != NULL) {
-		slots_random_round(strtoull(seed_env, NULL, 10));
+		char *end;
+		uint64_t a = strtoull(seed_env, &end, 10), b = *end == '-' ? strtoull(end + 1, NULL, 10) : a;
+		for (uint64_t s = a; s <= b; s++)
+			slots_random_round(s);
 		return;
 	}
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
@@ -1179,6 +1262,12 @@ main(void)
 	dir = tt_tmpdir("agg");
 	if ((db = tt_open_new(dir)) == NULL)
 		return 1;
+	if (getenv("TAMGA_TEST_SEED") != NULL) {
+		/* exploring seeds: the randomized check alone */
+		TT_RUN(test_slots_randomized);
+		tt_close_rm(db, dir);
+		return tt_finish();
+	}
 	TT_RUN(test_match_project);
 	TT_RUN(test_add_fields_unset);
 	TT_RUN(test_set_many_fields);
@@ -1200,6 +1289,7 @@ main(void)
 	TT_RUN(test_slots_holes_carried);
 	TT_RUN(test_slots_group_root);
 	TT_RUN(test_slots_group_items);
+	TT_RUN(test_slots_carrier_sources);
 	TT_RUN(test_slots_randomized);
 	tt_close_rm(db, dir);
 	return tt_finish();

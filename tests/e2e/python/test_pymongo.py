@@ -127,6 +127,29 @@ class TamgaPyMongo(unittest.TestCase):
         finally:
             admin.command("setParameter", 1, internalQueryStatsRateLimit=0)
 
+    def test_field_order_hole_through_carriers(self):
+        # A $$REMOVE hole (mongod keeps the missing Value's place in the
+        # Document) handed through two $unwind, a $group's $topN of $$ROOT,
+        # an $unwind and a $sort comes back in place when set again (seeds
+        # 1796642882 and 1013 of unit.test_agg's randomized slot check).
+        chain = [{"$unwind": "$r"}, {"$unwind": "$r"},
+                 {"$group": {"_id": "$_id", "d": {"$topN": {"n": 1, "output": "$$ROOT", "sortBy": {"k": 1}}}}},
+                 {"$unwind": "$d"}, {"$sort": {"_id": 1}}, {"$replaceWith": "$d"}]
+        coll = self.db["slot_carry"]
+        coll.drop()
+        coll.insert_one({"_id": 9, "d": 92, "r": [{}]})
+        got = list(coll.aggregate([{"$set": {"d": "$$REMOVE"}}] + chain + [{"$set": {"d": 901}}]))
+        self.assertEqual([list(x.items()) for x in got], [[("_id", 9), ("d", 901), ("r", {})]])
+        got = list(coll.aggregate([{"$set": {"d": "$$REMOVE"}},
+                                   {"$facet": {"o": chain + [{"$set": {"d": 901}}]}}]))
+        self.assertEqual(list(got[0]["o"][0].keys()), ["_id", "d", "r"])
+        coll.drop()
+        coll.insert_one({"_id": 6, "s": {"z": 602, "x": 603}, "r": [{}]})
+        got = list(coll.aggregate([{"$set": {"s.z": "$$REMOVE"}}] + chain + [
+            {"$lookup": {"from": "slot_carry", "pipeline": [{"$project": {"_id": 1}}], "as": "s.z"}}]))
+        self.assertEqual(list(got[0].keys()), ["_id", "s", "r"])
+        self.assertEqual(list(got[0]["s"].items()), [("z", [{"_id": 6}]), ("x", 603)])
+
 
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
