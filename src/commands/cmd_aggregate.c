@@ -402,7 +402,7 @@ CMD_HANDLER(cmd_aggregate)
 	bson_t combined;
 	bool combined_ts = false;           /* combined holds a time-series read (cmd_ts_read_pipeline) */
 	bson_t *ts_query = NULL;            /* ... and its leading $match (owned until a takes it) */
-	uint8_t ts_uuid[16];
+	uint8_t ts_uuid[16] = {0};   /* set with combined_ts (GCC cannot tell) */
 	const coll_t *ts_collation = NULL;  /* ... and its collection's default collation */
 	const bson_t *stages = &pipeline;   /* the view's stages + the pipeline for a view */
 	char ns[512];
