@@ -1470,18 +1470,6 @@ deps_pipeline(const bson_t *user, ts_deps_t *d)
 	d->all = true;            /* no $group: the documents themselves are the answer */
 }
 
-/* path is the metaField or a subfield of it: the bucket's path into buf. */
-static bool
-lp_meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
-{
-	const char *rest = ts_meta_suffix(o, path);
-
-	if (rest == NULL)
-		return false;
-	bson_snprintf(buf, size, "meta%s", rest);
-	return true;
-}
-
 /*
  * mongod's "lastpoint" (optimizeLastpoint): user stages [$match on meta
  * only]?, {$sort: {<meta path>: +-1, <time>: -1}} (or {<time>: -1}) and a
@@ -1510,7 +1498,7 @@ lastpoint_stages(const ts_options_t *o, const bson_t *user, bson_t *out, int *n)
 			return false;
 		bson_iter_recurse(&st, &f);
 		while (bson_iter_next(&f))
-			if (!lp_meta_path(o, bson_iter_key(&f), bpath, sizeof(bpath)))
+			if (!ts_meta_bucket_path(o, bson_iter_key(&f), bpath, sizeof(bpath)))
 				return false;
 		if (!bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) ||
 		    !bson_iter_next(&st))
@@ -1527,7 +1515,7 @@ lastpoint_stages(const ts_options_t *o, const bson_t *user, bson_t *out, int *n)
 		dir = bson_iter_as_int64(&s) < 0 ? -1 : 1;
 		if (strcmp(k, o->time_field) == 0)
 			tdir = dir;
-		else if (mpath[0] == '\0' && lp_meta_path(o, k, bpath, sizeof(bpath))) {
+		else if (mpath[0] == '\0' && ts_meta_bucket_path(o, k, bpath, sizeof(bpath))) {
 			bson_strncpy(mpath, k, sizeof(mpath));
 			mdir = dir;
 		} else
@@ -1551,7 +1539,7 @@ lastpoint_stages(const ts_options_t *o, const bson_t *user, bson_t *out, int *n)
 		    strcmp(bson_iter_key(&acc), tdir < 0 ? "$first" : "$last") != 0 || bson_iter_next(&acc))
 			return false;
 	}
-	if (!lp_meta_path(o, gpath, bpath, sizeof(bpath)) || (mpath[0] != '\0' && strcmp(mpath, gpath) != 0))
+	if (!ts_meta_bucket_path(o, gpath, bpath, sizeof(bpath)) || (mpath[0] != '\0' && strcmp(mpath, gpath) != 0))
 		return false;
 	/* the buckets, newest (by control.max) first within each group */
 	bson_snprintf(key, sizeof(key), "%d", (*n)++);
@@ -1656,7 +1644,7 @@ block_id(const ts_options_t *o, bson_iter_t *it, int64_t *bin, int depth)
 			bin_merge(bin, 0);
 			return true;
 		}
-		return lp_meta_path(o, s + 1, mp, sizeof(mp));
+		return ts_meta_bucket_path(o, s + 1, mp, sizeof(mp));
 	}
 	if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
 		bson_iter_t c;
@@ -1920,7 +1908,7 @@ meta_id_rewrite(const ts_options_t *o, bson_iter_t *it, bson_t *out, const char 
 			bson_append_iter(out, key, -1, it);
 			return true;
 		}
-		if (!lp_meta_path(o, v + 1, mp + 1, sizeof(mp) - 1))
+		if (!ts_meta_bucket_path(o, v + 1, mp + 1, sizeof(mp) - 1))
 			return false;
 		mp[0] = '$';
 		BSON_APPEND_UTF8(out, key, mp);
@@ -2129,7 +2117,7 @@ group_rewrite(const ts_options_t *o, bson_iter_t *g, bson_t *out, const char *ke
 			bson_t a;
 			size_t first = strcspn(fp, ".");
 			bool is_min = strcmp(op, "$min") == 0;
-			if (lp_meta_path(o, fp, path + 1, sizeof(path) - 1))
+			if (ts_meta_bucket_path(o, fp, path + 1, sizeof(path) - 1))
 				path[0] = '$';
 			else if (!o->mixed_schema && strlen(fp) < 300 && (o->field_bounds ? !(is_min && first == strlen(o->time_field) &&
 			                                                   strncmp(fp, o->time_field, first) == 0)

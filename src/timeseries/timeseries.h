@@ -94,6 +94,12 @@ bool ts_unpack_wants(const ts_options_t *o, const char *name);
  * (no metaField, or another field). */
 const char *ts_meta_suffix(const ts_options_t *o, const char *path);
 
+/* Whether path is o's metaField or one of its subfields and its path in a
+ * bucket ("meta" + the rest) fits in buf of size bytes: true and buf
+ * written, else false (a path too long for buf reads as not the meta's:
+ * the caller then treats it as a measurement's, slower, never wrong). */
+bool ts_meta_bucket_path(const ts_options_t *o, const char *path, char *buf, size_t size);
+
 /*
  * Check create's timeseries document (and what may go with it) as mongod
  * does and append the normalized {timeField, metaField, granularity,

@@ -859,9 +859,8 @@ ts_bucket_unpack(const ts_options_t *o, const bson_t *bucket, bson_t *scratch, t
 
 /* ---- the bucket filter -------------------------------------------------------- */
 
-/* path is the metaField or one of its subfields: the same path under "meta". */
-static bool
-meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
+bool
+ts_meta_bucket_path(const ts_options_t *o, const char *path, char *buf, size_t size)
 {
 	const char *rest = ts_meta_suffix(o, path);
 
@@ -1197,7 +1196,7 @@ filter_conjuncts(const ts_options_t *o, const bson_t *filter, const ts_ix_fields
 			}
 		} else if (k[0] == '$') {
 			continue;
-		} else if (meta_path(o, k, mp, sizeof(mp))) {
+		} else if (ts_meta_bucket_path(o, k, mp, sizeof(mp))) {
 			/* every measurement of a bucket shares its meta: exact */
 			bson_t one;
 			char key[16];
@@ -1443,7 +1442,7 @@ event_conjuncts(const ts_options_t *o, const bson_t *filter, bson_t *ev, int *ne
 				continue;
 			}
 		}
-		if (k[0] != '$' && meta_path(o, k, mp, sizeof(mp)))
+		if (k[0] != '$' && ts_meta_bucket_path(o, k, mp, sizeof(mp)))
 			continue;   /* decided exactly by the bucket filter's meta predicate */
 		bson_snprintf(key, sizeof(key), "%d", (*nev)++);
 		bson_append_document_begin(ev, key, -1, &one);

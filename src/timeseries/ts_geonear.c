@@ -17,18 +17,6 @@
 #include "bson/value.h"
 #include "geo/geo.h"
 
-/* path is the metaField or a subfield of it: the bucket's path into buf. */
-static bool
-meta_path(const ts_options_t *o, const char *path, char *buf, size_t size)
-{
-	const char *rest = ts_meta_suffix(o, path);
-
-	if (rest == NULL)
-		return false;
-	bson_snprintf(buf, size, "meta%s", rest);
-	return true;
-}
-
 /* {path: {$geoWithin: {<shape>: [[x, y], r]}}} (negated: under $not) as a
  * $match stage, element *n of out. */
 static void
@@ -99,7 +87,7 @@ geonear_out_path(const ts_options_t *o, const char *arg, const char *path, char 
 	static const char *const bucket_fields[] = {"_id", "control", "meta", "data"};
 
 	*computed = false;
-	if (meta_path(o, path, buf, size))
+	if (ts_meta_bucket_path(o, path, buf, size))
 		return 0;
 	if (strchr(path, '.') == NULL && path[0] != '$' && strlen(path) < size) {
 		bool own = false;
@@ -151,7 +139,7 @@ geonear_on_meta(const ts_options_t *o, const bson_t *user, bson_t *out, terr_t *
 	while (bson_iter_next(&f)) {
 		const char *a = bson_iter_key(&f);
 		if (!strcmp(a, "key")) {
-			meta_path(o, bson_iter_utf8(&f, NULL), kbuf, sizeof(kbuf));
+			ts_meta_bucket_path(o, bson_iter_utf8(&f, NULL), kbuf, sizeof(kbuf));
 			BSON_APPEND_UTF8(&body, "key", kbuf);
 		} else if ((!strcmp(a, "distanceField") || !strcmp(a, "includeLocs")) && BSON_ITER_HOLDS_UTF8(&f)) {
 			char *buf = a[0] == 'd' ? dbuf : lbuf;
@@ -254,7 +242,7 @@ ts_geonear_rewrite(const ts_options_t *o, const bson_t *user, bson_t *out, terr_
 	if (query)
 		return terr_set(err, 1938439,
 		    "Must not specify 'query' for $geoNear on a time-series collection; use $match instead");
-	if (meta_path(o, key, mbuf, sizeof(mbuf)))
+	if (ts_meta_bucket_path(o, key, mbuf, sizeof(mbuf)))
 		return geonear_on_meta(o, user, out, err);
 	if (dfield == NULL)
 		return terr_set(err, 5860206, "$geoNear distanceField is required for time-series queries");
