@@ -1428,6 +1428,17 @@ repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err)
 		    "New replica set configuration version must be greater than old, but %lld is not greater than %lld for replica set %s",
 		    (long long)version, (long long)cur_version, rs->name);
 	}
+	/* a set initiated with one member runs without Raft: a second member
+	 * would need the set moved onto Raft with a copy of the data it holds
+	 * (not built).  Storing the configuration alone left a set with no
+	 * primary after a restart, so it is refused whole */
+	if (bson_iter_init_find(&it, cfg, "members") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &s) &&
+	    bson_iter_next(&s) && bson_iter_next(&s)) {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, TERR_NOT_IMPLEMENTED,
+		    "adding members to a replica set initiated with a single member is not supported yet; initiate the "
+		    "set with all its members (rs.initiate({_id, members: [...]}), the others with empty data folders)");
+	}
 	full = config_complete(cfg, version, force ? -1 : term, rs->config);
 	pthread_mutex_unlock(&rs->lock);
 	if (store_run(rs->st, CONFIG_COLL, full, NULL, NULL, err) != 0) {

@@ -598,6 +598,18 @@ test_engine_set(void)
 	TT_EQ_STR(tt_get_str(r, "config.members.0.tags.dc"), "east");
 	TT_ASSERT(tt_get(r, "config.settings.replicaSetId", &it) && BSON_ITER_HOLDS_OID(&it));
 	bson_destroy(r);
+	/* a set initiated with one member takes no second one (it runs without
+	 * Raft): refused whole, with or without force, the configuration kept */
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 3, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}, {\"_id\": 1, \"host\": \"127.0.0.1:27998\"}]}}", &rc);
+	TT_EQ_INT(rc, 238);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 3, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}, {\"_id\": 1, \"host\": \"127.0.0.1:27998\"}]}, \"force\": true}", &rc);
+	TT_EQ_INT(rc, 238);
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetGetConfig\": 1}", &rc);
+	TT_EQ_INT(tt_get_i64(r, "config.version"), 2);
+	TT_ASSERT(!tt_get(r, "config.members.1", &it));
+	bson_destroy(r);
 	r = run(e, "admin", "{\"hello\": 1}", &rc);
 	TT_EQ_INT(tt_get_i64(r, "topologyVersion.counter"), 2);
 	bson_destroy(r);

@@ -83,6 +83,10 @@ c.settings.getLastErrorModes = { east: { dc: 1 } };
 const rr = rs.reconfig(c);
 check('rs.reconfig()', rr.ok === 1, rr);
 check('rs.conf() after reconfig', rs.conf().version === 2 && rs.conf().members[0].tags.dc === 'east');
+// a second member on a set initiated with one (it runs without Raft):
+// refused whole with 238, the configuration kept
+check('rs.add() on a set initiated with one member: 238', code(() => rs.add('127.0.0.1:1')) === 238);
+check('rs.conf() kept after the refused rs.add()', rs.conf().version === 2 && rs.conf().members.length === 1, rs.conf());
 
 // writes and concerns in a set
 const t = db.getSiblingDB('e2e_rs').c;
