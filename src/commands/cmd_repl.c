@@ -117,17 +117,6 @@ need_initiated(cmd_t *c, terr_t *err)
 	return 0;
 }
 
-static void
-append_optime(bson_t *b, const char *key, const repl_optime_t *o)
-{
-	bson_t d;
-
-	bson_append_document_begin(b, key, -1, &d);
-	BSON_APPEND_TIMESTAMP(&d, "ts", o->secs, o->inc);
-	BSON_APPEND_INT64(&d, "t", o->term);
-	bson_append_document_end(b, &d);
-}
-
 static const char *
 state_str(repl_member_state_t s)
 {
@@ -336,7 +325,7 @@ CMD_HANDLER(cmd_repl_set_get_status)
 		bson_t *extra = bson_new();
 		BSON_APPEND_INT32(extra, "state", (int32_t)in.state);
 		BSON_APPEND_UTF8(extra, "stateStr", state_str(in.state));
-		append_optime(extra, "optime", &in.last_applied);
+		repl_optime_append(extra, "optime", &in.last_applied);
 		BSON_APPEND_DATE_TIME(extra, "optimeDate", (int64_t)in.last_applied.secs * 1000);
 		BSON_APPEND_UTF8(extra, "lastHeartbeatMessage", "");
 		BSON_APPEND_UTF8(extra, "syncSourceHost", "");
@@ -361,12 +350,12 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", 1);
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &op);
 	/* one member: everything applied is durable and majority-committed */
-	append_optime(&op, "lastCommittedOpTime", &in.last_applied);
+	repl_optime_append(&op, "lastCommittedOpTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&op, "lastCommittedWallTime", in.last_applied_wall_ms);
-	append_optime(&op, "readConcernMajorityOpTime", &in.last_applied);
-	append_optime(&op, "appliedOpTime", &in.last_applied);
-	append_optime(&op, "durableOpTime", &in.last_applied);
-	append_optime(&op, "writtenOpTime", &in.last_applied);
+	repl_optime_append(&op, "readConcernMajorityOpTime", &in.last_applied);
+	repl_optime_append(&op, "appliedOpTime", &in.last_applied);
+	repl_optime_append(&op, "durableOpTime", &in.last_applied);
+	repl_optime_append(&op, "writtenOpTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
 	BSON_APPEND_DATE_TIME(&op, "lastDurableWallTime", in.last_applied_wall_ms);
 	BSON_APPEND_DATE_TIME(&op, "lastWrittenWallTime", in.last_applied_wall_ms);
@@ -385,9 +374,9 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	BSON_APPEND_INT32(&m, "state", (int32_t)in.state);
 	BSON_APPEND_UTF8(&m, "stateStr", state_str(in.state));
 	BSON_APPEND_INT64(&m, "uptime", (now - in.start_wall_ms) / 1000);
-	append_optime(&m, "optime", &in.last_applied);
+	repl_optime_append(&m, "optime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&m, "optimeDate", (int64_t)in.last_applied.secs * 1000);
-	append_optime(&m, "optimeWritten", &in.last_applied);
+	repl_optime_append(&m, "optimeWritten", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&m, "optimeWrittenDate", (int64_t)in.last_applied.secs * 1000);
 	BSON_APPEND_DATE_TIME(&m, "lastAppliedWallTime", in.last_applied_wall_ms);
 	BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", in.last_applied_wall_ms);
@@ -636,14 +625,14 @@ cmd_repl_fields_append(engine_t *e, bson_t *out, bool legacy)
 	if (in.state == REPL_STATE_PRIMARY)
 		BSON_APPEND_OID(out, "electionId", &in.election_id);
 	BSON_APPEND_DOCUMENT_BEGIN(out, "lastWrite", &lw);
-	append_optime(&lw, "opTime", &in.last_applied);
+	repl_optime_append(&lw, "opTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", (int64_t)in.last_applied.secs * 1000);
 	{
 		/* a set of several members: the majority commit point */
 		repl_optime_t maj = in.last_applied;
 		if (cmd_repl_reads_majority_optime(e, &maj.secs, &maj.inc) && maj.secs == 0)
 			maj.term = -1;
-		append_optime(&lw, "majorityOpTime", &maj);
+		repl_optime_append(&lw, "majorityOpTime", &maj);
 		BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", (int64_t)maj.secs * 1000);
 	}
 	bson_append_document_end(out, &lw);

@@ -300,17 +300,6 @@ parse_args(const bson_t *cmd, hb_args_t *a, terr_t *err)
 	return 0;
 }
 
-static void
-append_optime(bson_t *b, const char *key, const repl_optime_t *o)
-{
-	bson_t d;
-
-	bson_append_document_begin(b, key, -1, &d);
-	BSON_APPEND_TIMESTAMP(&d, "ts", o->secs, o->inc);
-	BSON_APPEND_INT64(&d, "t", o->term);
-	bson_append_document_end(b, &d);
-}
-
 /* A null optime as mongod prints it: {ts: Timestamp(0, 0), t: -1}. */
 static const repl_optime_t null_optime = {0, 0, -1};
 
@@ -404,9 +393,9 @@ CMD_HANDLER(cmd_repl_set_heartbeat)
 			app = in.last_applied;
 			awall = in.last_applied_wall_ms;
 		}
-		append_optime(c->reply, "durableOpTime", &dur);
+		repl_optime_append(c->reply, "durableOpTime", &dur);
 		BSON_APPEND_DATE_TIME(c->reply, "durableWallTime", dwall);
-		append_optime(c->reply, "opTime", &app);
+		repl_optime_append(c->reply, "opTime", &app);
 		BSON_APPEND_DATE_TIME(c->reply, "wallTime", awall);
 	}
 	/* the sender's heartbeat reached this member (lastHeartbeatRecv), when
@@ -896,8 +885,8 @@ cmd_repl_hb_member_append(engine_t *e, bson_t *m, const char *host, const bson_t
 	BSON_APPEND_INT32(m, "state", r.state);
 	BSON_APPEND_UTF8(m, "stateStr", r.up ? state_name(r.state) : "(not reachable/healthy)");
 	BSON_APPEND_INT64(m, "uptime", r.up && r.up_since_ms > 0 ? (now - r.up_since_ms) / 1000 : 0);
-	append_optime(m, "optime", &r.applied);
-	append_optime(m, "optimeDurable", &r.durable);
+	repl_optime_append(m, "optime", &r.applied);
+	repl_optime_append(m, "optimeDurable", &r.durable);
 	BSON_APPEND_DATE_TIME(m, "optimeDate", (int64_t)r.applied.secs * 1000);
 	BSON_APPEND_DATE_TIME(m, "optimeDurableDate", (int64_t)r.durable.secs * 1000);
 	BSON_APPEND_DATE_TIME(m, "lastAppliedWallTime", r.applied_wall_ms);
@@ -982,10 +971,10 @@ cmd_repl_hb_progress_append(engine_t *e, bson_t *out)
 			snprintf(key, sizeof(key), "%d", k++);
 			BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &d);
 			BSON_APPEND_UTF8(&d, "host", h);
-			append_optime(&d, "optime", &dur);
-			append_optime(&d, "lastAppliedOpTime", &app);
-			append_optime(&d, "heartbeatAppliedOpTime", &hb_app);
-			append_optime(&d, "heartbeatDurableOpTime", &hb_dur);
+			repl_optime_append(&d, "optime", &dur);
+			repl_optime_append(&d, "lastAppliedOpTime", &app);
+			repl_optime_append(&d, "heartbeatAppliedOpTime", &hb_app);
+			repl_optime_append(&d, "heartbeatDurableOpTime", &hb_dur);
 			BSON_APPEND_INT64(&d, "memberId", id);
 			bson_append_document_end(&arr, &d);
 		}

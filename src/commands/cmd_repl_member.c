@@ -893,17 +893,6 @@ cmd_repl_member_hello(engine_t *e, bson_t *out, const char **primary_host, bson_
 	return true;
 }
 
-static void
-append_optime_doc(bson_t *b, const char *key, repl_ts_t ts, int64_t t)
-{
-	bson_t d;
-
-	bson_append_document_begin(b, key, -1, &d);
-	BSON_APPEND_TIMESTAMP(&d, "ts", repl_ts_secs(ts), repl_ts_inc(ts));
-	BSON_APPEND_INT64(&d, "t", t);
-	bson_append_document_end(b, &d);
-}
-
 bool
 cmd_repl_member_status(engine_t *e, bson_t *reply)
 {
@@ -942,26 +931,18 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 	BSON_APPEND_INT32(reply, "votingMembersCount", nv);
 	BSON_APPEND_INT32(reply, "writableVotingMembersCount", nv);
 	BSON_APPEND_DOCUMENT_BEGIN(reply, "optimes", &op);
-	append_optime_doc(&op, "lastCommittedOpTime", committed, in.term);
-	BSON_APPEND_DATE_TIME(&op, "lastCommittedWallTime", (int64_t)repl_ts_secs(committed) * 1000);
 	{
-		repl_optime_t *la = &in.last_applied;
-		bson_t d;
-		bson_append_document_begin(&op, "appliedOpTime", -1, &d);
-		BSON_APPEND_TIMESTAMP(&d, "ts", la->secs, la->inc);
-		BSON_APPEND_INT64(&d, "t", la->term);
-		bson_append_document_end(&op, &d);
+		repl_optime_t co = {repl_ts_secs(committed), repl_ts_inc(committed), in.term};
+		repl_optime_append(&op, "lastCommittedOpTime", &co);
 	}
+	BSON_APPEND_DATE_TIME(&op, "lastCommittedWallTime", (int64_t)repl_ts_secs(committed) * 1000);
+	repl_optime_append(&op, "appliedOpTime", &in.last_applied);
 	{
 		/* mongod's durableOpTime (cmd_repl_heartbeat.h) */
 		repl_optime_t d;
 		int64_t dwall;
-		bson_t dd;
 		cmd_repl_hb_durable(e, &in, &d, &dwall);
-		bson_append_document_begin(&op, "durableOpTime", -1, &dd);
-		BSON_APPEND_TIMESTAMP(&dd, "ts", d.secs, d.inc);
-		BSON_APPEND_INT64(&dd, "t", d.term);
-		bson_append_document_end(&op, &dd);
+		repl_optime_append(&op, "durableOpTime", &d);
 		BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
 		BSON_APPEND_DATE_TIME(&op, "lastDurableWallTime", dwall);
 	}
@@ -1023,24 +1004,14 @@ cmd_repl_member_status(engine_t *e, bson_t *reply)
 		}
 		if (rows[i].self) {
 			BSON_APPEND_INT64(&m, "uptime", (now - in.start_wall_ms) / 1000);
-			{
-				bson_t d;
-				bson_append_document_begin(&m, "optime", -1, &d);
-				BSON_APPEND_TIMESTAMP(&d, "ts", in.last_applied.secs, in.last_applied.inc);
-				BSON_APPEND_INT64(&d, "t", in.last_applied.term);
-				bson_append_document_end(&m, &d);
-			}
+			repl_optime_append(&m, "optime", &in.last_applied);
 			BSON_APPEND_DATE_TIME(&m, "optimeDate", (int64_t)in.last_applied.secs * 1000);
 			{
 				/* as the single-member reply (cmd_repl.c): written is
 				 * applied here; durable as heartbeats answer it */
 				repl_optime_t d;
 				int64_t dwall;
-				bson_t w;
-				bson_append_document_begin(&m, "optimeWritten", -1, &w);
-				BSON_APPEND_TIMESTAMP(&w, "ts", in.last_applied.secs, in.last_applied.inc);
-				BSON_APPEND_INT64(&w, "t", in.last_applied.term);
-				bson_append_document_end(&m, &w);
+				repl_optime_append(&m, "optimeWritten", &in.last_applied);
 				BSON_APPEND_DATE_TIME(&m, "optimeWrittenDate", (int64_t)in.last_applied.secs * 1000);
 				cmd_repl_hb_durable(e, &in, &d, &dwall);
 				BSON_APPEND_DATE_TIME(&m, "lastAppliedWallTime", in.last_applied_wall_ms);

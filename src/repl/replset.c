@@ -1452,6 +1452,17 @@ repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err)
 	return 0;
 }
 
+void
+repl_optime_append(bson_t *b, const char *key, const repl_optime_t *o)
+{
+	bson_t d;
+
+	bson_append_document_begin(b, key, -1, &d);
+	BSON_APPEND_TIMESTAMP(&d, "ts", o->secs, o->inc);
+	BSON_APPEND_INT64(&d, "t", o->term);
+	bson_append_document_end(b, &d);
+}
+
 bool
 repl_set_config_copy(repl_set_t *rs, bson_t *out)
 {

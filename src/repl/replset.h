@@ -38,6 +38,10 @@ typedef struct repl_optime {
 	int64_t term;
 } repl_optime_t;
 
+/* Append {key: {ts: Timestamp(secs, inc), t: term}} to b: mongod's optime
+ * document, as replies and rs.status() print it. */
+void repl_optime_append(bson_t *b, const char *key, const repl_optime_t *o);
+
 /* Member states, mongod's numbers (MemberState). */
 typedef enum repl_member_state {
 	REPL_STATE_STARTUP = 0,
