@@ -403,6 +403,14 @@ const CHANGE_STREAM_OPS = {
 	close: (cs) => cs.close(),
 };
 
+// A cursor entity (createCommandCursor); tryNext answers null on an empty
+// batch of a tailable cursor and leaves it open
+const CURSOR_OPS = {
+	iterateUntilDocumentOrError: (c) => c.next(),
+	iterateOnce: (c) => c.tryNext(),
+	close: (c) => c.close(),
+};
+
 const COLLECTION_OPS = {
 	insertOne: (c, a, e) => { const [[doc], o] = splitArgs(a, ['document'], e); return c.insertOne(doc, o); },
 	insertMany: (c, a, e) => { const [[docs], o] = splitArgs(a, ['documents'], e); return c.insertMany(docs, o); },
@@ -457,7 +465,7 @@ const DATABASE_OPS = {
 		return d.command(cmd, o);
 	},
 	aggregate: (d, a, e) => { const [[p], o] = splitArgs(a, ['pipeline'], e); return d.aggregate(p, o).toArray(); },
-	createCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.createCollection(n, o).then(() => undefined); },
+	createCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.createCollection(n, o); },
 	dropCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.dropCollection(n, o); },
 	listCollections: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, o).toArray(); },
 	listCollectionNames: (d, a, e) => { const [[f], o] = splitArgs(a, ['filter'], e); return d.listCollections(f || {}, { ...o, nameOnly: true }).toArray().then((l) => l.map((x) => x.name)); },
@@ -477,6 +485,23 @@ const DATABASE_OPS = {
 		if (o.maxTimeMS !== undefined) cur.setMaxTimeMS(o.maxTimeMS);
 		if (o.comment !== undefined) cur.setComment(o.comment);
 		return cur.toArray();
+	},
+	// the same command's cursor kept as an entity: its first batch is fetched
+	// here (a reply without a cursor fails now), the rest by iterateOnce /
+	// iterateUntilDocumentOrError, close kills it
+	createCommandCursor: async (d, a, e) => {
+		const [[cmd], o] = splitArgs(a, ['command', 'commandName'], e);
+		const opts = {};
+		if (o.session) opts.session = o.session;
+		if (o.comment !== undefined) opts.comment = o.comment;
+		if (o.cursorType === 'tailable' || o.cursorType === 'tailableAwait') opts.tailable = true;
+		if (o.cursorType === 'tailableAwait') opts.awaitData = true;
+		if (o.timeoutMode !== undefined || o.timeoutMS !== undefined) throw new Skip('timeoutMS (CSOT) is not implemented by the runner');
+		const cur = d.runCursorCommand(cmd, opts);
+		if (o.batchSize !== undefined) cur.setBatchSize(o.batchSize);
+		if (o.maxTimeMS !== undefined) cur.setMaxTimeMS(o.maxTimeMS);
+		await cur.hasNext();
+		return cur;
 	},
 	modifyCollection: (d, a, e) => { const [[n], o] = splitArgs(a, ['collection'], e); return d.command({ collMod: n, ...o }); },
 };
@@ -618,6 +643,7 @@ async function runOp(op, ents) {
 	else if (target instanceof mongodb.ClientSession) table = SESSION_OPS;
 	else if (target instanceof mongodb.ChangeStream) table = CHANGE_STREAM_OPS;
 	else if (target instanceof mongodb.GridFSBucket) table = BUCKET_OPS;
+	else if (target instanceof mongodb.AbstractCursor) table = CURSOR_OPS;
 	else throw new Skip(`operations on ${op.object} are not implemented by the runner`);
 	const fn = table[op.name];
 	if (!fn) throw new Skip(`operation ${op.name} is not implemented by the runner`);
