@@ -1180,7 +1180,9 @@ static const priv_row_t priv_table[] = {
 	{"replSetStepDown", NEED_CLUSTER, "replSetStateChange", NULL},
 	{"replSetFreeze", NEED_CLUSTER, "replSetStateChange", NULL},
 	{"replSetMaintenance", NEED_CLUSTER, "replSetStateChange", NULL},
-	{"configureFailPoint", NEED_CLUSTER, "internal", NULL},
+	/* mongod: no authentication, no privilege (the command exists only with
+	 * enableTestCommands, set on the command line) */
+	{"configureFailPoint", NEED_NONE, NULL, NULL},
 	/* a member hands another the set's configuration: __system only */
 	{"_tamgaReplSetJoin", NEED_CLUSTER, "internal", NULL},
 	/* a secondary of higher priority asks the primary for the leadership: __system only */

@@ -10,8 +10,9 @@
 # retryable-reads-unified, sessions-unified, run-command-unified) against a
 # fresh `tamgad --replSet rs0 --replSetAutoInitiate --setParameter
 # enableTestCommands=1` (initiated before the run: topology "replicaset" in
-# runOnRequirements).  With paths, they run on a standalone, or on the
-# replica set with --replset.  Each run starts its server on a free port with
+# runOnRequirements), and the files of those folders whose every test needs
+# authentication on a third server, the same replica set with --auth.  With
+# paths, they run on a standalone, or on the replica set with --replset.  Each run starts its server on a free port with
 # a temporary --dbpath and prints per file, per folder and in total
 # "N passed, N failed, N skipped" with the reason of each skip class; the
 # last line sums both runs.
@@ -92,7 +93,11 @@ fi
 if [ "$mode" != standalone ]; then
 	rs_paths=()
 	for f in "${REPLSET_FOLDERS[@]}"; do rs_paths+=("$SHARED/conformance/$f"); done
-	run_one "replica set rs0: ${REPLSET_FOLDERS[*]}" "${RS_FLAGS[@]}" -- "${rs_paths[@]}"
+	run_one "replica set rs0: ${REPLSET_FOLDERS[*]}" "${RS_FLAGS[@]}" -- --auth-files-elsewhere "${rs_paths[@]}"
+	# the files whose every test needs authentication (handshake errors:
+	# saslContinue fails): a replica set with --auth, the runner's clients
+	# authenticated as a user it creates through the localhost exception
+	run_one "replica set rs0 with --auth: the files that need auth" "${RS_FLAGS[@]}" --auth -- --auth "${rs_paths[@]}"
 fi
 # the sum of the runs' totals
 p=0 f=0 s=0

@@ -208,7 +208,8 @@ async function requirementsUnmet(reqs, server) {
 		if (r.topologies && !r.topologies.includes(server.topology || 'single'))
 			why.push(`topologies ${r.topologies.join('/')} only (this server: ${server.topology || 'single'})`);
 		if (r.serverless === 'require') why.push('serverless only');
-		if (r.auth === true) why.push('auth required');
+		if (r.auth === true && !server.auth) why.push('auth required');
+		if (r.auth === false && server.auth) why.push('no auth required');
 		if (r.csfle) why.push('csfle');
 		if (r.authMechanism) why.push(`authMechanism ${r.authMechanism}`);
 		if (r.serverParameters) {
@@ -253,9 +254,20 @@ function dbCollOptions(o) {
 	return out;
 }
 
+// The unified format's CMAP event names and the Node driver's.
+const CMAP_EVENTS = new Map([
+	['poolCreatedEvent', 'connectionPoolCreated'], ['poolReadyEvent', 'connectionPoolReady'],
+	['poolClearedEvent', 'connectionPoolCleared'], ['poolClosedEvent', 'connectionPoolClosed'],
+	['connectionCreatedEvent', 'connectionCreated'], ['connectionReadyEvent', 'connectionReady'],
+	['connectionClosedEvent', 'connectionClosed'], ['connectionCheckOutStartedEvent', 'connectionCheckOutStarted'],
+	['connectionCheckOutFailedEvent', 'connectionCheckOutFailed'], ['connectionCheckedOutEvent', 'connectionCheckedOut'],
+	['connectionCheckedInEvent', 'connectionCheckedIn'],
+]);
+
 class Entities {
 	constructor(uri) {
 		this.uri = uri;
+		this.cmapEvents = new Map();
 		this.map = new Map();
 		this.clients = [];
 		this.events = new Map();   // client id -> [{type, event}]
@@ -290,6 +302,15 @@ class Entities {
 						ev = { ...ev, command: mongodb.BSON.deserialize(mongodb.BSON.serialize(ev.command), { promoteLongs: false }) };
 					evs.push({ type, ev });
 				};
+				/* connection pool (CMAP) events, in their own list: the
+				 * driver's event names without the spec's "Event" suffix
+				 * (pool* are the driver's connectionPool*) */
+				const pool = [];
+				this.cmapEvents.set(spec.id, pool);
+				for (const type of observe) {
+					if (!CMAP_EVENTS.has(type)) continue;
+					c.on(CMAP_EVENTS.get(type), (ev) => pool.push({ type, ev }));
+				}
 				c.on('commandStarted', rec('commandStartedEvent'));
 				c.on('commandSucceeded', rec('commandSucceededEvent'));
 				c.on('commandFailed', rec('commandFailedEvent'));
@@ -298,6 +319,9 @@ class Entities {
 				 * would select a server with it, fail and close the client */
 				const rp = spec.uriOptions && spec.uriOptions.readPreference;
 				if (!rp || rp === 'primary' || rp === 'primaryPreferred' || rp === 'nearest') await c.connect();
+				/* connect() with credentials checks them with a ping of its
+				 * own (a checkout): the runner's call, not the test's */
+				pool.length = 0;
 				this.clients.push(c);
 				this.map.set(spec.id, c);
 			} else if (kind === 'database') {
@@ -746,9 +770,34 @@ function withoutDriverWtimeout(want, got) {
 	return { ...got, writeConcern: wc };
 }
 
+// CMAP events: the same kinds in the same order; the fields a spec names
+// (a reason, hasServiceId) compared as the driver reports them.
+function checkCmapEvents(ee, ents) {
+	const actual = ents.cmapEvents.get(ee.client) || [];
+	const want = ee.events;
+	if (ee.ignoreExtraEvents ? actual.length < want.length : actual.length !== want.length)
+		throw new Mismatch(`client ${ee.client}: ${actual.length} CMAP events, expected ${want.length}: ` +
+			actual.map((a) => a.type).join(', '));
+	want.forEach((w, i) => {
+		const [wtype, wspec] = Object.entries(w)[0];
+		if (actual[i].type !== wtype) throw new Mismatch(`CMAP event ${i}: ${actual[i].type}, expected ${wtype}`);
+		for (const [k, v] of Object.entries(wspec || {})) {
+			if (k === 'hasServiceId') {
+				if ((actual[i].ev.serviceId !== undefined) !== v) throw new Mismatch(`CMAP event ${i}: hasServiceId ${!v}`);
+			} else {
+				match(v, actual[i].ev[k], ents, `CMAP event ${i} ${k}`, true);
+			}
+		}
+	});
+}
+
 function checkEvents(expectEvents, ents) {
 	for (const ee of expectEvents) {
 		const type = ee.eventType || 'command';
+		if (type === 'cmap') {
+			checkCmapEvents(ee, ents);
+			continue;
+		}
 		if (type !== 'command') throw new Skip(`expectEvents of type ${type} are not implemented by the runner`);
 		const actual = (ents.events.get(ee.client) || []);
 		const want = ee.events;
@@ -916,6 +965,24 @@ async function runTest(file, spec, test, server, verbose) {
 	}
 }
 
+// The URI with a root user's credentials, the user created first (the
+// localhost exception lets the first user be created unauthenticated).
+async function authUri(uri) {
+	const user = 'conformance', pwd = 'conformance-pw';
+	const c = new MongoClient(uri, { serverSelectionTimeoutMS: 10000 });
+	try {
+		await c.connect();
+		await c.db('admin').command({ createUser: user, pwd, roles: ['root'] });
+	} finally {
+		await c.close().catch(() => {});
+	}
+	const u = new URL(uri);
+	u.username = user;
+	u.password = pwd;
+	u.searchParams.set('authSource', 'admin');
+	return u.toString();
+}
+
 async function main() {
 	const args = process.argv.slice(2);
 	const verbose = args.includes('--verbose');
@@ -923,7 +990,16 @@ async function main() {
 	const fi = args.indexOf('--filter');
 	if (fi >= 0) { filter = args[fi + 1]; args.splice(fi, 2); }
 	const pos = args.filter((a) => !a.startsWith('--'));
-	const uri = args.includes('--uri-from-env') ? process.env.TAMGA_URI : pos.shift();
+	let uri = args.includes('--uri-from-env') ? process.env.TAMGA_URI : pos.shift();
+	// --auth: the server runs with --auth and no user yet; the runner creates
+	// one through the localhost exception and every client authenticates
+	// (SCRAM) as it, so handshakes carry saslStart / saslContinue
+	const auth = args.includes('--auth');
+	if (auth) uri = await authUri(uri);
+	// --auth-files-elsewhere: a file every test of which needs auth is left
+	// to the --auth run (counted there, not here); the --auth run runs only
+	// those files
+	const authElsewhere = args.includes('--auth-files-elsewhere');
 	const files = [];
 	for (const p of pos) {
 		if (fs.statSync(p).isDirectory()) {
@@ -938,7 +1014,7 @@ async function main() {
 	const hello = await client.db('admin').command({ hello: 1 });
 	// a replica-set member answers hello with setName (txn's sessions section)
 	const topology = hello.setName ? 'replicaset' : hello.msg === 'isdbgrid' ? 'sharded' : 'single';
-	const server = { uri, client, admin: client.db('admin'), version: bi.version, topology };
+	const server = { uri, client, admin: client.db('admin'), version: bi.version, topology, auth };
 	console.log(`# server ${bi.version} (tamga ${bi.tamgaVersion || '?'}) at ${uri}, topology ${topology}`);
 
 	const total = { pass: 0, fail: 0, skip: 0 };
@@ -964,6 +1040,14 @@ async function main() {
 			total.fail++;
 			continue;
 		}
+		const reqs = spec.runOnRequirements || [];
+		const authOnly = reqs.length > 0 && reqs.every((r) => r.auth === true);
+		if (authElsewhere && authOnly) {
+			console.log(`${name}: needs auth, runs in the --auth run`);
+			continue;
+		}
+		/* the --auth run is for the files that need it; the rest ran without */
+		if (auth && !authOnly) continue;
 		const counts = { pass: 0, fail: 0, skip: 0 };
 		const lines = [];
 		const fileSkip = await requirementsUnmet(spec.runOnRequirements, server);

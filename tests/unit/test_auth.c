@@ -36,6 +36,7 @@ open_engine(bool auth)
 	o.storage.create = true;
 	o.storage.in_memory = true;
 	o.auth = auth;
+	o.enable_test_commands = true;   /* configureFailPoint's case below */
 	dir = tt_tmpdir("auth");
 	if (engine_open(dir, &o, &eng, &err) != 0) {
 		fprintf(stderr, "engine_open: %s\n", err.msg);
@@ -911,6 +912,9 @@ test_readwrite_vs_collmod(void)
 	bson_destroy(&reply);
 	TT_EQ_INT(run_quiet(anon, "admin", "{\"hello\": 1}"), 0);
 	TT_EQ_INT(run_quiet(anon, "admin", "{\"ping\": 1}"), 0);
+	/* mongod's configureFailPoint needs neither authentication nor a
+	 * privilege (it exists only when test commands are enabled at startup) */
+	TT_EQ_INT(run_quiet(anon, "admin", "{\"configureFailPoint\": \"failCommand\", \"mode\": \"off\"}"), 0);
 
 	/* dropped user: its client loses everything */
 	TT_EQ_INT(run_quiet(admin, "bookstore", "{\"dropUser\": \"app\"}"), 0);
