@@ -85,7 +85,7 @@ fi
 STANDALONE_CM_FILES=(clustered-indexes.json listCollections-rawdata.json modifyCollection-errorResponse.json
 	timeseries-collection.json)
 if [ "$mode" != replset ]; then
-	run_one "standalone: crud-unified" --setParameter enableTestCommands=1 -- "$SHARED/conformance/crud-unified"
+	run_one "standalone: crud-unified" --setParameter enableTestCommands=1 -- --replset-tests-elsewhere "$SHARED/conformance/crud-unified"
 	cm_paths=()
 	for f in "${STANDALONE_CM_FILES[@]}"; do cm_paths+=("$SHARED/conformance/collection-management-unified/$f"); done
 	run_one "standalone: collection-management-unified" --setParameter enableTestCommands=1 -- "${cm_paths[@]}"
@@ -94,6 +94,10 @@ if [ "$mode" != standalone ]; then
 	rs_paths=()
 	for f in "${REPLSET_FOLDERS[@]}"; do rs_paths+=("$SHARED/conformance/$f"); done
 	run_one "replica set rs0: ${REPLSET_FOLDERS[*]}" "${RS_FLAGS[@]}" -- --auth-files-elsewhere "${rs_paths[@]}"
+	# crud-unified's tests that only a replica set can run (the standalone's
+	# run leaves them out)
+	[ "$mode" != replset ] && run_one "replica set rs0: crud-unified's replica-set tests" "${RS_FLAGS[@]}" -- \
+		--only-replset-tests "$SHARED/conformance/crud-unified"
 	# the files whose every test needs authentication (handshake errors:
 	# saslContinue fails): a replica set with --auth, the runner's clients
 	# authenticated as a user it creates through the localhost exception

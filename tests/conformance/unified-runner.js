@@ -965,6 +965,16 @@ async function runTest(file, spec, test, server, verbose) {
 	}
 }
 
+// Whether a test's requirements (its file's and its own) fail on a
+// standalone and hold on a replica set of this server's version.
+async function needsReplset(spec, test, server) {
+	const as = (topology) => ({ ...server, topology });
+	const unmet = async (sv) => (await requirementsUnmet(spec.runOnRequirements, sv)) ||
+		(await requirementsUnmet(test.runOnRequirements, sv));
+	if (test.skipReason) return false;
+	return (await unmet(as('single'))) !== null && (await unmet(as('replicaset'))) === null;
+}
+
 // The URI with a root user's credentials, the user created first (the
 // localhost exception lets the first user be created unauthenticated).
 async function authUri(uri) {
@@ -1000,6 +1010,11 @@ async function main() {
 	// to the --auth run (counted there, not here); the --auth run runs only
 	// those files
 	const authElsewhere = args.includes('--auth-files-elsewhere');
+	// --replset-tests-elsewhere (a standalone's run): a test that only a
+	// replica set can run is left to the replica set's run of the same
+	// files, --only-replset-tests (that run) runs only those tests
+	const replsetElsewhere = args.includes('--replset-tests-elsewhere');
+	const onlyReplset = args.includes('--only-replset-tests');
 	const files = [];
 	for (const p of pos) {
 		if (fs.statSync(p).isDirectory()) {
@@ -1052,6 +1067,11 @@ async function main() {
 		const lines = [];
 		const fileSkip = await requirementsUnmet(spec.runOnRequirements, server);
 		for (const test of spec.tests || []) {
+			if (replsetElsewhere || onlyReplset) {
+				const moved = await needsReplset(spec, test, server);
+				if (replsetElsewhere && moved) continue;
+				if (onlyReplset && !moved) continue;
+			}
 			const bucket = driverOnly(name, test) ? drv : total;
 			let r;
 			if (fileSkip) r = { status: 'skip', reason: fileSkip };
@@ -1078,6 +1098,8 @@ async function main() {
 			if (r.status !== 'pass' || verbose)
 				lines.push(`  ${r.status === 'pass' ? 'ok' : r.status === 'skip' ? 'skip' : 'not ok'} - ${test.description}${r.reason ? ': ' + r.reason : ''}`);
 		}
+		/* a run over a few tests of its files names only the files it ran */
+		if ((onlyReplset || auth) && counts.pass + counts.fail + counts.skip === 0 && lines.length === 0) continue;
 		console.log(`${name}: ${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped`);
 		for (const l of lines) console.log(l);
 	}
