@@ -10,7 +10,8 @@
 # retryable-reads-unified, sessions-unified, run-command-unified) against a
 # fresh `tamgad --replSet rs0 --replSetAutoInitiate --setParameter
 # enableTestCommands=1` (initiated before the run: topology "replicaset" in
-# runOnRequirements), and the files of those folders whose every test needs
+# runOnRequirements), the same folders again on a set of three members
+# (with_replset3.py), and the files of those folders whose every test needs
 # authentication on a third server, the same replica set with --auth.  With
 # paths, they run on a standalone, or on the replica set with --replset.  Each run starts its server on a free port with
 # a temporary --dbpath and prints per file, per folder and in total
@@ -64,7 +65,7 @@ run_one() {
 	shift
 	local out
 	echo "## $label"
-	out=$("$ROOT/tests/e2e/with_tamgad.sh" "$TAMGAD" --quiet "${flags[@]}" -- \
+	out=$("${LAUNCHER:-$ROOT/tests/e2e/with_tamgad.sh}" "$TAMGAD" --quiet "${flags[@]}" -- \
 		node "$ROOT/tests/conformance/unified-runner.js" --uri-from-env "${opts[@]}" "$@" 2>&1)
 	local r=$?
 	echo "$out"
@@ -94,6 +95,11 @@ if [ "$mode" != standalone ]; then
 	rs_paths=()
 	for f in "${REPLSET_FOLDERS[@]}"; do rs_paths+=("$SHARED/conformance/$f"); done
 	run_one "replica set rs0: ${REPLSET_FOLDERS[*]}" "${RS_FLAGS[@]}" -- --auth-files-elsewhere "${rs_paths[@]}"
+	# the same folders on a set of three members (Raft: majority commit over
+	# the network, secondaries to read from)
+	LAUNCHER="$ROOT/tests/conformance/with_replset3.py" run_one \
+		"replica set of three members: ${REPLSET_FOLDERS[*]}" --setParameter enableTestCommands=1 -- \
+		--auth-files-elsewhere "${rs_paths[@]}"
 	# crud-unified's tests that only a replica set can run (the standalone's
 	# run leaves them out)
 	[ "$mode" != replset ] && run_one "replica set rs0: crud-unified's replica-set tests" "${RS_FLAGS[@]}" -- \
