@@ -50,6 +50,7 @@
 
 #include "common/log.h"
 #include "common/opctx.h"
+#include "repl/member_rejoin.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_member.h"
 #include "repl/raft_reconfig.h"
@@ -446,6 +447,15 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 		bson_strncpy(ch[nch].raft_addr, peers[i].raft_addr, sizeof(ch[nch].raft_addr));
 		nch++;
 	}
+	/* a set of one member (moved onto Raft from a set initiated with one,
+	 * or removed down to one) that takes new members: its Raft log must
+	 * start at a snapshot, else a new member would replay the log from its
+	 * first entry and miss the data written before it (raft_member.h,
+	 * repl_member_compact; nothing to do when a snapshot exists) */
+	if (on == 1 && nn > 1 && repl_member_compact(e->member, deadline, err) != 0) {
+		ret = -1;
+		goto done;
+	}
 	if (repl_member_change_apply(e->member, ch, nch, deadline, err) != 0) {
 		ret = -1;
 		goto done;
@@ -490,4 +500,135 @@ done:
 	bson_destroy(&old);
 	pthread_mutex_unlock(&reconfig_mu);
 	return ret;
+}
+
+/* ---- a set initiated with one member grows ------------------------------------------------------- */
+
+/* How long the move waits for Raft's single voter to become PRIMARY. */
+#define GROW_ELECT_MS 30000
+
+/* The single-member path's primary taken back when Raft could not start or
+ * elect: its server halted, its folder emptied, the single member elected
+ * again (nothing was written on Raft's behalf that the set needs). */
+static void
+grow_undo(engine_t *e)
+{
+	terr_t err = TERR_INIT;
+
+	if (cmd_repl_member_retire(e, &err) != 0)
+		terr_clear(&err);
+	if (e->raft_dir != NULL && repl_rejoin_clear_raft_dir(e->raft_dir, &err) != 0) {
+		tlog('W', "REPL", 5000312, err.msg ? err.msg : "could not empty the Raft folder", NULL);
+		terr_clear(&err);
+	}
+	repl_set_move_back(e->rs);
+	tlog('W', "REPL", 5000313, "the set stays a single member without Raft: Raft did not start or elect", NULL);
+}
+
+int
+cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
+{
+	engine_t *e = c->engine;
+	bson_t old;
+	bson_t *full = NULL;
+	row_t orow[REPL_MAX_MEMBERS], nrow[REPL_MAX_MEMBERS];
+	repl_member_peer_t *peers = NULL;
+	int on, nn, np = 0, pself = -1, ret = 0;
+	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
+
+	if (pthread_mutex_trylock(&reconfig_mu) != 0)
+		return terr_set(err, 109 /* ConfigurationInProgress */,
+		    "Cannot run replSetReconfig because the node is currently updating its configuration");
+	if (c->deadline_us > 0 && c->deadline_us < deadline)
+		deadline = c->deadline_us;
+	repl_set_config_copy(e->rs, &old);
+	term = repl_set_term(e->rs);
+	if (e->member != NULL) {
+		ret = terr_set(err, 109 /* ConfigurationInProgress */,
+		    "Cannot run replSetReconfig because the node is currently updating its configuration");
+		goto done;
+	}
+	if (e->oplog == NULL || e->raft_dir == NULL) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "a replica set of several members needs tamgad with a data folder");
+		goto done;
+	}
+	if (check_reconfig(e, &old, cfg, term, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	version = int_field(cfg, "version", 0);
+	full = repl_set_config_completed_for(cfg, version, term, &old);
+	on = rows_of(&old, orow);
+	nn = rows_of(full, nrow);
+	if (repl_member_peers(full, NULL, &peers, &np, &pself, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	/* mongod's quorum check before anything changes: every new member
+	 * answers the dry run of the hand-over (74 when one does not, or holds
+	 * data of its own; 103 when it is of another set) -- the set stays as
+	 * it was, without Raft */
+	for (int i = 0; i < nn && ret == 0; i++) {
+		terr_t je = TERR_INIT;
+		if (!is_new_or_moved(orow, on, &nrow[i]))
+			continue;
+		if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0 &&
+		    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
+			ret = -1;
+		} else if (terr_is_set(&je)) {
+			ret = terr_set(err, TERR_NODE_NOT_FOUND,
+			    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+			    nrow[i].host, je.msg ? je.msg : "no answer");
+		}
+		terr_clear(&je);
+	}
+	if (ret != 0)
+		goto done;
+	/* the move: the single member stops taking writes, Raft starts with it
+	 * as its only voter (its term above the set's) and elects it */
+	if (repl_set_move_to_raft(e->rs, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	{
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "term", term);
+		BSON_APPEND_INT32(&attr, "newMembers", nn - on);
+		tlog('I', "REPL", 5000311, "moving a set of one member onto Raft before members are added", &attr);
+		bson_destroy(&attr);
+	}
+	if (cmd_repl_member_start_moved(e, &old, term, err) != 0) {
+		repl_set_move_back(e->rs);
+		ret = -1;
+		goto done;
+	}
+	{
+		int64_t until = tm_now_us() + (int64_t)GROW_ELECT_MS * 1000;
+		if (until > deadline)
+			until = deadline;
+		while (repl_set_state(e->rs) != REPL_STATE_PRIMARY && tm_now_us() < until) {
+			struct timespec nap = {0, 10 * 1000 * 1000};
+			nanosleep(&nap, NULL);
+		}
+		if (repl_set_state(e->rs) != REPL_STATE_PRIMARY) {
+			grow_undo(e);
+			ret = terr_set(err, TERR_EXCEEDED_TIME_LIMIT,
+			    "the set could not be moved onto Raft: its single member was not elected in time");
+			goto done;
+		}
+	}
+done:
+	bson_free(peers);
+	if (full != NULL)
+		bson_destroy(full);
+	bson_destroy(&old);
+	pthread_mutex_unlock(&reconfig_mu);
+	if (ret != 0)
+		return ret;
+	/* the set is an ordinary one-voter Raft set now: the reconfig runs as
+	 * in any set of several (the hand-over, Raft's changes with the log
+	 * compacted first, the configuration through the log).  Should it fail
+	 * from here (a new member gone meanwhile), the set stays a working
+	 * one-voter Raft set, primary, its configuration unchanged. */
+	return cmd_repl_member_reconfig(c, cfg, false, err);
 }

@@ -185,8 +185,8 @@ repl_rejoin_raft_file_kept(const char *name)
 	    strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE) == 0 || strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE ".tmp") == 0;
 }
 
-int
-repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
+static int
+empty_dir(const char *dir, bool keep, terr_t *err)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -196,7 +196,8 @@ repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
 		return errno == ENOENT ? 0 : terr_set(err, TERR_INTERNAL_ERROR, "cannot open %s: %s", dir, strerror(errno));
 	while (ret == 0 && (de = readdir(d)) != NULL) {
 		char path[4096];
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || repl_rejoin_raft_file_kept(de->d_name))
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    (keep && repl_rejoin_raft_file_kept(de->d_name)))
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "path too long in %s", dir);
@@ -205,6 +206,18 @@ repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
 	}
 	closedir(d);
 	return ret;
+}
+
+int
+repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
+{
+	return empty_dir(dir, true, err);
+}
+
+int
+repl_rejoin_clear_raft_dir(const char *dir, terr_t *err)
+{
+	return empty_dir(dir, false, err);
 }
 
 bool
