@@ -15,7 +15,9 @@
  *     applied it: the primary (which wrote it) and the members whose Raft
  *     log holds it (the leader's match indexes) and whose hello says they
  *     applied it (wait_applied); more than the members: 100.
- * A single-member set never reaches this file's paths (today's path).
+ * A set initiated with one member runs without Raft and reaches this file
+ * only when a reconfig adds members: it moves onto Raft then
+ * (cmd_repl_member_start_moved, called by cmd_repl_reconfig.c).
  */
 #include "commands/cmd_repl_member.h"
 

@@ -40,6 +40,13 @@
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
  * best effort: mongod's member learns it from a heartbeat) and goes
  * REMOVED (state 10, repl/replset.h).
+ *
+ * A set initiated with one member runs without Raft; a reconfig that adds
+ * members to it (rs.add(), as mongod's users build a set) moves it onto
+ * Raft first (cmd_repl_member_grow, at the end of this file): checks and
+ * the quorum check's dry run, then Raft with this node as its only voter,
+ * then the reconfig above, whose compaction of a one-member set's log makes
+ * the new members copy the data.
  */
 #include "commands/cmd_repl_member.h"
 
