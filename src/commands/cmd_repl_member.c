@@ -371,6 +371,10 @@ cmd_repl_member_start_moved(engine_t *e, const bson_t *cfg, int64_t term, terr_t
 	 * the set's: emptied whole (libraft bootstraps only a folder without a
 	 * term) */
 	ret = repl_rejoin_clear_raft_dir(e->raft_dir, err);
+	/* its log will lack the data written before the move: compacted
+	 * before a member is added (cmd_repl_reconfig.c) */
+	if (ret == 0)
+		ret = repl_rejoin_set_compact_pending(e->raft_dir, true, err);
 	/* the term after the set's: libraft's single voter with pre-vote on
 	 * becomes leader in the term it starts with (no new term), and the
 	 * set's primary on Raft must not share a term -- nor an electionId --

@@ -41,7 +41,9 @@ int cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t h
  * onto it: its Raft folder emptied whole, Raft bootstrapped with cfg (this
  * node's completed configuration, borrowed, naming this node alone) as its
  * single voter, whatever cfg's version, its term set to `term` + 1 (past
- * the set's) first; the configuration watch started.
+ * the set's) first, the folder marked for a compaction before the first
+ * member is added (repl_rejoin_set_compact_pending); the configuration
+ * watch started.
  * The caller has taken the single-member path's primary out of service
  * (repl_set_move_to_raft): Raft's election makes it PRIMARY again.  0, or
  * -1 with err (no server running then, the folder emptied again); 109 when

@@ -454,14 +454,20 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 		bson_strncpy(ch[nch].raft_addr, peers[i].raft_addr, sizeof(ch[nch].raft_addr));
 		nch++;
 	}
-	/* a set of one member (moved onto Raft from a set initiated with one,
-	 * or removed down to one) that takes new members: its Raft log must
-	 * start at a snapshot, else a new member would replay the log from its
-	 * first entry and miss the data written before it (raft_member.h,
-	 * repl_member_compact; nothing to do when a snapshot exists) */
-	if (on == 1 && nn > 1 && repl_member_compact(e->member, deadline, err) != 0) {
-		ret = -1;
-		goto done;
+	/* a set of one member moved onto Raft (cmd_repl_member_grow) that takes
+	 * its first new members: its Raft log must start at a snapshot, else a
+	 * new member would replay the log from its first entry and miss the
+	 * data written before the move (raft_member.h, repl_member_compact).
+	 * The Raft folder's mark says so, across a restart too, until done */
+	if (on == 1 && nn > 1 && e->raft_dir != NULL && repl_rejoin_compact_pending(e->raft_dir)) {
+		if (repl_member_compact(e->member, deadline, err) != 0) {
+			ret = -1;
+			goto done;
+		}
+		if (repl_rejoin_set_compact_pending(e->raft_dir, false, err) != 0) {
+			ret = -1;
+			goto done;
+		}
 	}
 	if (repl_member_change_apply(e->member, ch, nch, deadline, err) != 0) {
 		ret = -1;

@@ -183,8 +183,8 @@ int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_
 int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_us);
 
 /*
- * Compact the set's log now (the primary of a one-member set just moved
- * onto Raft, before its first member is added): no-op oplog entries are
+ * Compact the set's log now (the primary of a one-member set moved onto
+ * Raft, before its first member is added): no-op oplog entries are
  * written and committed until Raft took a snapshot (its threshold lowered to
  * one entry meanwhile, SNAPSHOT_THRESHOLD again after), so a member added
  * from then on cannot replay the log from its first entry -- which lacks
