@@ -45,7 +45,7 @@
  * members to it (rs.add(), as mongod's users build a set) moves it onto
  * Raft first (cmd_repl_member_grow, at the end of this file): checks and
  * the quorum check's dry run, then Raft with this node as its only voter,
- * then the reconfig above, whose compaction of a one-member set's log makes
+ * then the reconfig above, which compacts the moved set's log first so
  * the new members copy the data.
  */
 #include "commands/cmd_repl_member.h"
