@@ -365,6 +365,51 @@ tell_removed(engine_t *e, const bson_t *cur, int64_t id, const char *host, const
 	return ok;
 }
 
+/*
+ * The configuration full (version) handed to each member of nrow that orow
+ * does not have (or has at another host): a dry run to all, then, with
+ * passes 2, for real.  0 when all of them took it; -1 with err: mongod's
+ * quorum-check vetoes (103, cmd_repl_member_join_veto), else 74 with its
+ * quorum message.  A member removed while it could not hear it (23) is
+ * told first when this node runs Raft (tell_removed).
+ */
+static int
+hand_over(engine_t *e, const bson_t *old, const row_t *orow, int on, const row_t *nrow, int nn,
+          const repl_member_peer_t *peers, const bson_t *full, int64_t version, int passes, int64_t deadline,
+          terr_t *err)
+{
+	int ret = 0;
+
+	for (int pass = 0; pass < passes && ret == 0; pass++) {
+		for (int i = 0; i < nn && ret == 0; i++) {
+			terr_t je = TERR_INIT;
+			if (!is_new_or_moved(orow, on, &nrow[i]))
+				continue;
+			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
+			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
+				terr_clear(&je);
+				ret = -1;
+			} else if (terr_is_set(&je) && pass == 0 && je.code == TERR_ALREADY_INITIALIZED &&
+			    tell_removed(e, old, nrow[i].id, nrow[i].host, peers[i].raft_addr, deadline)) {
+				/* a member removed while it could not hear it: REMOVED now,
+				 * it takes the join as a removed member added again */
+				terr_clear(&je);
+				if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0)
+					ret = terr_set(err, TERR_NODE_NOT_FOUND,
+					    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+					    nrow[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
+			} else if (terr_is_set(&je)) {
+				ret = terr_set(err, TERR_NODE_NOT_FOUND,
+				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+				    nrow[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
+			}
+		}
+	}
+	return ret;
+}
+
 int
 cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 {
@@ -405,35 +450,10 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	}
 	/* new members first get the configuration (all of them answer, or
 	 * nothing changes) */
-	for (int pass = 0; pass < 2 && ret == 0; pass++) {
-		for (int i = 0; i < nn && ret == 0; i++) {
-			terr_t je = TERR_INIT;
-			if (!is_new_or_moved(orow, on, &nrow[i]))
-				continue;
-			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
-			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
-				terr_clear(&je);
-				ret = -1;
-			} else if (terr_is_set(&je) && pass == 0 && je.code == TERR_ALREADY_INITIALIZED &&
-			    tell_removed(e, &old, nrow[i].id, nrow[i].host, peers[i].raft_addr, deadline)) {
-				/* a member removed while it could not hear it: REMOVED now,
-				 * it takes the join as a removed member added again */
-				terr_clear(&je);
-				if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0)
-					ret = terr_set(err, TERR_NODE_NOT_FOUND,
-					    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
-					    nrow[i].host, je.msg ? je.msg : "no answer");
-				terr_clear(&je);
-			} else if (terr_is_set(&je)) {
-				ret = terr_set(err, TERR_NODE_NOT_FOUND,
-				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
-				    nrow[i].host, je.msg ? je.msg : "no answer");
-				terr_clear(&je);
-			}
-		}
-	}
-	if (ret != 0)
+	if (hand_over(e, &old, orow, on, nrow, nn, peers, full, version, 2, deadline, err) != 0) {
+		ret = -1;
 		goto done;
+	}
 	/* Raft's changes: removals, then role changes, then additions */
 	for (int j = 0; j < on; j++) {
 		const row_t *n = by_id(nrow, nn, orow[j].id);
@@ -581,22 +601,10 @@ cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
 	 * answers the dry run of the hand-over (74 when one does not, or holds
 	 * data of its own; 103 when it is of another set) -- the set stays as
 	 * it was, without Raft */
-	for (int i = 0; i < nn && ret == 0; i++) {
-		terr_t je = TERR_INIT;
-		if (!is_new_or_moved(orow, on, &nrow[i]))
-			continue;
-		if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0 &&
-		    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
-			ret = -1;
-		} else if (terr_is_set(&je)) {
-			ret = terr_set(err, TERR_NODE_NOT_FOUND,
-			    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
-			    nrow[i].host, je.msg ? je.msg : "no answer");
-		}
-		terr_clear(&je);
-	}
-	if (ret != 0)
+	if (hand_over(e, &old, orow, on, nrow, nn, peers, full, version, 1, deadline, err) != 0) {
+		ret = -1;
 		goto done;
+	}
 	/* the move: the single member stops taking writes, Raft starts with it
 	 * as its only voter (its term above the set's) and elects it */
 	if (repl_set_move_to_raft(e->rs, err) != 0) {
