@@ -619,8 +619,13 @@ cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
 		bson_destroy(&attr);
 	}
 	if (cmd_repl_member_start_moved(e, &old, term, err) != 0) {
+		char *msg = bson_strdup(err->msg != NULL ? err->msg : "");
 		repl_set_move_back(e->rs);
-		ret = -1;
+		/* e.g. Raft's port (this member's port + 1000) taken */
+		ret = terr_set(err, err->code != 0 ? err->code : TERR_INTERNAL_ERROR,
+		    "the set could not be moved onto Raft and stays a single member without it (Raft listens on this "
+		    "member's port + %d): %s", REPL_RAFT_PORT_OFFSET, msg);
+		bson_free(msg);
 		goto done;
 	}
 	{

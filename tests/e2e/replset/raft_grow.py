@@ -12,12 +12,14 @@ _id order), indexes and view.  Then kill -9 of the primary under a
 write on every member, equal data; the killed member comes back; last, all
 three are restarted and the set has a primary again; rs.remove() of a
 member leaves it REMOVED and majority writes go on.  Refusals kept: a
-member holding data of its own is refused (74, nothing changes).
+member holding data of its own is refused (74, nothing changes); a move
+that fails (Raft's port taken) leaves the single primary without Raft.
 
 usage: raft_grow.py path/to/tamgad path/to/mongosh
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -167,9 +169,29 @@ def main():
               "the set is unchanged after the refused add: %r" % h)
         spare.stop()
 
-        # rs.add() of the first empty member (PyMongo) while a writer runs
+        # the move itself fails (Raft's port, this member's + 1000, taken):
+        # the set stays the single primary without Raft
         m1.start()
         m2.start()
+        taken = socket.socket()
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", m0.port + 1000))
+        taken.listen(1)
+        try:
+            add_member(m0, m1.host)
+            raise AssertionError("the move succeeded with Raft's port taken")
+        except PyMongoError as e:
+            check("could not be moved onto Raft" in str(e), "the failed move's answer: %s" % e)
+        finally:
+            taken.close()
+        cl.wait_primary(among=[m0], timeout=10)
+        with m0.client() as c:
+            c.grow.x.insert_one({"after": "failed move"})
+            c.grow.x.delete_many({})
+        check(get_config(m0)["version"] == 1 and not os.listdir(os.path.join(m0.dbpath, "raft")),
+              "the set is unchanged after the failed move (no Raft folder content)")
+
+        # rs.add() of the first empty member (PyMongo) while a writer runs
         uri1 = "mongodb://%s/?replicaSet=%s" % (m0.host, cl.set_name)
         w1 = Writer(uri1, "move", 1)
         w1.start()
