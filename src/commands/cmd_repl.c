@@ -439,6 +439,11 @@ CMD_HANDLER(cmd_repl_set_reconfig)
 	 * whose Raft server runs: on Raft (cmd_repl_reconfig.c) */
 	if (c->engine->member != NULL)
 		return cmd_repl_member_reconfig(c, &cfg, force, err);
+	/* a set initiated with one member (no Raft) that takes members: moved
+	 * onto Raft, then as above (cmd_repl_reconfig.c, cmd_repl_member_grow) */
+	if (!force && cmd_repl_member_config_is_multi(&cfg) && repl_set_initiated(c->engine->rs) &&
+	    !repl_set_multi_member(c->engine->rs) && repl_set_state(c->engine->rs) == REPL_STATE_PRIMARY)
+		return cmd_repl_member_grow(c, &cfg, err);
 	return repl_set_reconfig(c->engine->rs, &cfg, force, err);
 }
 

@@ -15,7 +15,9 @@
  *     applied it: the primary (which wrote it) and the members whose Raft
  *     log holds it (the leader's match indexes) and whose hello says they
  *     applied it (wait_applied); more than the members: 100.
- * A single-member set never reaches this file's paths (today's path).
+ * A set initiated with one member runs without Raft and reaches this file
+ * only when a reconfig adds members: it moves onto Raft then
+ * (cmd_repl_member_start_moved, called by cmd_repl_reconfig.c).
  */
 #include "commands/cmd_repl_member.h"
 
@@ -125,8 +127,12 @@ member_channels_check(engine_t *e, terr_t *err)
 	return 0;
 }
 
+/* bootstrap_term > 0: a one-member set moved onto Raft (see
+ * cmd_repl_member_start_moved): Raft is bootstrapped whatever the version,
+ * its term set to this after the bootstrap. */
 static int
-member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_floor, terr_t *err)
+member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_floor, uint64_t bootstrap_term,
+             terr_t *err)
 {
 	repl_member_peer_t *peers = NULL;
 	repl_member_options_t o;
@@ -156,6 +162,10 @@ member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_fl
 	{
 		bson_iter_t v;
 		o.bootstrap = !bson_iter_init_find(&v, cfg, "version") || bson_iter_as_int64(&v) <= 1;
+	}
+	if (bootstrap_term > 0) {
+		o.bootstrap = true;
+		o.bootstrap_term = bootstrap_term;
 	}
 	o.election_timeout_ms = election_timeout_of(cfg);
 	o.on_primary = on_primary;
@@ -220,7 +230,7 @@ cmd_repl_member_on_self_host(engine_t *e)
 		bson_destroy(&cfg);
 		return;
 	}
-	if (member_start(e, &cfg, false, 0, &err) != 0) {
+	if (member_start(e, &cfg, false, 0, 0, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
@@ -340,8 +350,42 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
 		ret = repl_rejoin_reset_raft_dir(e->raft_dir, err);
 	if (ret == 0)
-		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, 0, err);
+		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, 0, 0, err);
 	pthread_mutex_unlock(&swap_mu);
+	return ret;
+}
+
+int
+cmd_repl_member_start_moved(engine_t *e, const bson_t *cfg, int64_t term, terr_t *err)
+{
+	int ret;
+
+	if (e->raft_dir == NULL || e->oplog == NULL)
+		return terr_set(err, TERR_NOT_IMPLEMENTED, "a replica set of several members needs tamgad with a data folder");
+	pthread_mutex_lock(&swap_mu);
+	if (e->member != NULL) {
+		pthread_mutex_unlock(&swap_mu);
+		return terr_set(err, 109 /* ConfigurationInProgress */, "this node already runs replication between members");
+	}
+	/* the folder of a node that never ran this set on Raft holds nothing of
+	 * the set's: emptied whole (libraft bootstraps only a folder without a
+	 * term) */
+	ret = repl_rejoin_clear_raft_dir(e->raft_dir, err);
+	/* its log will lack the data written before the move: compacted
+	 * before a member is added (cmd_repl_reconfig.c) */
+	if (ret == 0)
+		ret = repl_rejoin_set_compact_pending(e->raft_dir, true, err);
+	/* the term after the set's: libraft's single voter with pre-vote on
+	 * becomes leader in the term it starts with (no new term), and the
+	 * set's primary on Raft must not share a term -- nor an electionId --
+	 * with the single member's last election */
+	if (ret == 0)
+		ret = member_start(e, cfg, false, 0, (uint64_t)(term > 0 ? term : 0) + 1, err);
+	if (ret != 0 && e->member == NULL)
+		(void)repl_rejoin_clear_raft_dir(e->raft_dir, NULL);
+	pthread_mutex_unlock(&swap_mu);
+	if (ret == 0)
+		cmd_repl_watch_start(e);
 	return ret;
 }
 
@@ -465,7 +509,7 @@ join_self(engine_t *e, const bson_t *cfg, uint64_t vote_floor, terr_t *err)
 	RET(repl_set_store_config(e->rs, cfg, err));
 	RET(repl_oplog_create(e->oplog, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, err));
 	cmd_repl_watch_start(e);
-	return member_start(e, cfg, false, vote_floor, err);
+	return member_start(e, cfg, false, vote_floor, 0, err);
 }
 
 int

@@ -36,6 +36,20 @@ typedef enum cmd_repl_restart {
  * borrowed) as `how` says; one swap at a time.  0, or -1 with err set
  * (no server running then). */
 int cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, terr_t *err);
+/*
+ * A one-member set that runs without Raft (initiated with one member) moves
+ * onto it: its Raft folder emptied whole, Raft bootstrapped with cfg (this
+ * node's completed configuration, borrowed, naming this node alone) as its
+ * single voter, whatever cfg's version, its term set to `term` + 1 (past
+ * the set's) first, the folder marked for a compaction before the first
+ * member is added (repl_rejoin_set_compact_pending); the configuration
+ * watch started.
+ * The caller has taken the single-member path's primary out of service
+ * (repl_set_move_to_raft): Raft's election makes it PRIMARY again.  0, or
+ * -1 with err (no server running then, the folder emptied again); 109 when
+ * a Raft server already runs.
+ */
+int cmd_repl_member_start_moved(engine_t *e, const bson_t *cfg, int64_t term, terr_t *err);
 /* This node's Raft server halted and kept (REMOVED by a newer
  * configuration); 0, or -1 with err set. */
 int cmd_repl_member_retire(engine_t *e, terr_t *err);
@@ -115,6 +129,22 @@ int cmd_tamga_repl_set_removed(cmd_t *c, terr_t *err);
 /* replSetReconfig of a set of several members (cmd_repl_reconfig.c, see
  * there for the rules and codes). */
 int cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err);
+/*
+ * replSetReconfig without force that adds members to a set initiated with
+ * one member (it runs without Raft; this node its PRIMARY): mongod's checks
+ * of the reconfig and the quorum check (a dry run of the hand-over to every
+ * new member: 74 with mongod's quorum message when one does not answer or
+ * has data of its own, 103 for another set's member) -- a failure leaves
+ * the set as it was --, then the set moves onto Raft as a one-voter set
+ * (repl_set_move_to_raft, cmd_repl_member_start_moved; writes stop until
+ * Raft elected this node: 262 when it was not within 30 s, the set then a
+ * single member without Raft again), then cmd_repl_member_reconfig runs the
+ * reconfig, which compacts the Raft log first so the new members copy the
+ * data (initial sync).  A failure from there leaves a working one-voter
+ * Raft set, primary, its configuration unchanged.  109 while another
+ * reconfig runs.
+ */
+int cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err);
 /* The Raft member's on_config: adopt a configuration from the set's log. */
 void cmd_repl_member_on_config(void *arg, const bson_t *entry);
 /* This node's role in cfg: *no_lead (priority 0, votes 0: never stays

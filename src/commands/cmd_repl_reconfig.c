@@ -40,6 +40,13 @@
  * is adopted, each removed member is handed it (`_tamgaReplSetRemoved`,
  * best effort: mongod's member learns it from a heartbeat) and goes
  * REMOVED (state 10, repl/replset.h).
+ *
+ * A set initiated with one member runs without Raft; a reconfig that adds
+ * members to it (rs.add(), as mongod's users build a set) moves it onto
+ * Raft first (cmd_repl_member_grow, at the end of this file): checks and
+ * the quorum check's dry run, then Raft with this node as its only voter,
+ * then the reconfig above, which compacts the moved set's log first so
+ * the new members copy the data.
  */
 #include "commands/cmd_repl_member.h"
 
@@ -50,6 +57,7 @@
 
 #include "common/log.h"
 #include "common/opctx.h"
+#include "repl/member_rejoin.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_member.h"
 #include "repl/raft_reconfig.h"
@@ -357,6 +365,51 @@ tell_removed(engine_t *e, const bson_t *cur, int64_t id, const char *host, const
 	return ok;
 }
 
+/*
+ * The configuration full (version) handed to each member of nrow that orow
+ * does not have (or has at another host): a dry run to all, then, with
+ * passes 2, for real.  0 when all of them took it; -1 with err: mongod's
+ * quorum-check vetoes (103, cmd_repl_member_join_veto), else 74 with its
+ * quorum message.  A member removed while it could not hear it (23) is
+ * told first when this node runs Raft (tell_removed).
+ */
+static int
+hand_over(engine_t *e, const bson_t *old, const row_t *orow, int on, const row_t *nrow, int nn,
+          const repl_member_peer_t *peers, const bson_t *full, int64_t version, int passes, int64_t deadline,
+          terr_t *err)
+{
+	int ret = 0;
+
+	for (int pass = 0; pass < passes && ret == 0; pass++) {
+		for (int i = 0; i < nn && ret == 0; i++) {
+			terr_t je = TERR_INIT;
+			if (!is_new_or_moved(orow, on, &nrow[i]))
+				continue;
+			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
+			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
+				terr_clear(&je);
+				ret = -1;
+			} else if (terr_is_set(&je) && pass == 0 && je.code == TERR_ALREADY_INITIALIZED &&
+			    tell_removed(e, old, nrow[i].id, nrow[i].host, peers[i].raft_addr, deadline)) {
+				/* a member removed while it could not hear it: REMOVED now,
+				 * it takes the join as a removed member added again */
+				terr_clear(&je);
+				if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0)
+					ret = terr_set(err, TERR_NODE_NOT_FOUND,
+					    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+					    nrow[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
+			} else if (terr_is_set(&je)) {
+				ret = terr_set(err, TERR_NODE_NOT_FOUND,
+				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
+				    nrow[i].host, je.msg ? je.msg : "no answer");
+				terr_clear(&je);
+			}
+		}
+	}
+	return ret;
+}
+
 int
 cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 {
@@ -397,35 +450,10 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	}
 	/* new members first get the configuration (all of them answer, or
 	 * nothing changes) */
-	for (int pass = 0; pass < 2 && ret == 0; pass++) {
-		for (int i = 0; i < nn && ret == 0; i++) {
-			terr_t je = TERR_INIT;
-			if (!is_new_or_moved(orow, on, &nrow[i]))
-				continue;
-			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
-			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
-				terr_clear(&je);
-				ret = -1;
-			} else if (terr_is_set(&je) && pass == 0 && je.code == TERR_ALREADY_INITIALIZED &&
-			    tell_removed(e, &old, nrow[i].id, nrow[i].host, peers[i].raft_addr, deadline)) {
-				/* a member removed while it could not hear it: REMOVED now,
-				 * it takes the join as a removed member added again */
-				terr_clear(&je);
-				if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0)
-					ret = terr_set(err, TERR_NODE_NOT_FOUND,
-					    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
-					    nrow[i].host, je.msg ? je.msg : "no answer");
-				terr_clear(&je);
-			} else if (terr_is_set(&je)) {
-				ret = terr_set(err, TERR_NODE_NOT_FOUND,
-				    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
-				    nrow[i].host, je.msg ? je.msg : "no answer");
-				terr_clear(&je);
-			}
-		}
-	}
-	if (ret != 0)
+	if (hand_over(e, &old, orow, on, nrow, nn, peers, full, version, 2, deadline, err) != 0) {
+		ret = -1;
 		goto done;
+	}
 	/* Raft's changes: removals, then role changes, then additions */
 	for (int j = 0; j < on; j++) {
 		const row_t *n = by_id(nrow, nn, orow[j].id);
@@ -445,6 +473,21 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 		ch[nch] = (repl_member_change_t){.op = REPL_CHANGE_ADD, .member_id = nrow[i].id, .voter = nrow[i].o.votes > 0};
 		bson_strncpy(ch[nch].raft_addr, peers[i].raft_addr, sizeof(ch[nch].raft_addr));
 		nch++;
+	}
+	/* a set of one member moved onto Raft (cmd_repl_member_grow) that takes
+	 * its first new members: its Raft log must start at a snapshot, else a
+	 * new member would replay the log from its first entry and miss the
+	 * data written before the move (raft_member.h, repl_member_compact).
+	 * The Raft folder's mark says so, across a restart too, until done */
+	if (on == 1 && nn > 1 && e->raft_dir != NULL && repl_rejoin_compact_pending(e->raft_dir)) {
+		if (repl_member_compact(e->member, deadline, err) != 0) {
+			ret = -1;
+			goto done;
+		}
+		if (repl_rejoin_set_compact_pending(e->raft_dir, false, err) != 0) {
+			ret = -1;
+			goto done;
+		}
 	}
 	if (repl_member_change_apply(e->member, ch, nch, deadline, err) != 0) {
 		ret = -1;
@@ -490,4 +533,128 @@ done:
 	bson_destroy(&old);
 	pthread_mutex_unlock(&reconfig_mu);
 	return ret;
+}
+
+/* ---- a set initiated with one member grows ------------------------------------------------------- */
+
+/* How long the move waits for Raft's single voter to become PRIMARY. */
+#define GROW_ELECT_MS 30000
+
+/* The single-member path's primary taken back when Raft could not start or
+ * elect: its server halted, its folder emptied, the single member elected
+ * again (nothing was written on Raft's behalf that the set needs). */
+static void
+grow_undo(engine_t *e)
+{
+	terr_t err = TERR_INIT;
+
+	if (cmd_repl_member_retire(e, &err) != 0)
+		terr_clear(&err);
+	if (e->raft_dir != NULL && repl_rejoin_clear_raft_dir(e->raft_dir, &err) != 0) {
+		tlog('W', "REPL", 5000312, err.msg ? err.msg : "could not empty the Raft folder", NULL);
+		terr_clear(&err);
+	}
+	repl_set_move_back(e->rs);
+	tlog('W', "REPL", 5000313, "the set stays a single member without Raft: Raft did not start or elect", NULL);
+}
+
+int
+cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
+{
+	engine_t *e = c->engine;
+	bson_t old;
+	bson_t *full = NULL;
+	row_t orow[REPL_MAX_MEMBERS], nrow[REPL_MAX_MEMBERS];
+	repl_member_peer_t *peers = NULL;
+	int on, nn, np = 0, pself = -1, ret = 0;
+	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
+
+	if (pthread_mutex_trylock(&reconfig_mu) != 0)
+		return terr_set(err, 109 /* ConfigurationInProgress */,
+		    "Cannot run replSetReconfig because the node is currently updating its configuration");
+	if (c->deadline_us > 0 && c->deadline_us < deadline)
+		deadline = c->deadline_us;
+	repl_set_config_copy(e->rs, &old);
+	term = repl_set_term(e->rs);
+	if (e->member != NULL) {
+		ret = terr_set(err, 109 /* ConfigurationInProgress */,
+		    "Cannot run replSetReconfig because the node is currently updating its configuration");
+		goto done;
+	}
+	if (e->oplog == NULL || e->raft_dir == NULL) {
+		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "a replica set of several members needs tamgad with a data folder");
+		goto done;
+	}
+	if (check_reconfig(e, &old, cfg, term, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	version = int_field(cfg, "version", 0);
+	full = repl_set_config_completed_for(cfg, version, term, &old);
+	on = rows_of(&old, orow);
+	nn = rows_of(full, nrow);
+	if (repl_member_peers(full, NULL, &peers, &np, &pself, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	/* mongod's quorum check before anything changes: every new member
+	 * answers the dry run of the hand-over (74 when one does not, or holds
+	 * data of its own; 103 when it is of another set) -- the set stays as
+	 * it was, without Raft */
+	if (hand_over(e, &old, orow, on, nrow, nn, peers, full, version, 1, deadline, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	/* the move: the single member stops taking writes, Raft starts with it
+	 * as its only voter (its term above the set's) and elects it */
+	if (repl_set_move_to_raft(e->rs, err) != 0) {
+		ret = -1;
+		goto done;
+	}
+	{
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "term", term);
+		BSON_APPEND_INT32(&attr, "newMembers", nn - on);
+		tlog('I', "REPL", 5000311, "moving a set of one member onto Raft before members are added", &attr);
+		bson_destroy(&attr);
+	}
+	if (cmd_repl_member_start_moved(e, &old, term, err) != 0) {
+		char *msg = bson_strdup(err->msg != NULL ? err->msg : "");
+		repl_set_move_back(e->rs);
+		/* e.g. Raft's port (this member's port + 1000) taken */
+		ret = terr_set(err, err->code != 0 ? err->code : TERR_INTERNAL_ERROR,
+		    "the set could not be moved onto Raft and stays a single member without it (Raft listens on this "
+		    "member's port + %d): %s", REPL_RAFT_PORT_OFFSET, msg);
+		bson_free(msg);
+		goto done;
+	}
+	{
+		int64_t until = tm_now_us() + (int64_t)GROW_ELECT_MS * 1000;
+		if (until > deadline)
+			until = deadline;
+		while (repl_set_state(e->rs) != REPL_STATE_PRIMARY && tm_now_us() < until) {
+			struct timespec nap = {0, 10 * 1000 * 1000};
+			nanosleep(&nap, NULL);
+		}
+		if (repl_set_state(e->rs) != REPL_STATE_PRIMARY) {
+			grow_undo(e);
+			ret = terr_set(err, TERR_EXCEEDED_TIME_LIMIT,
+			    "the set could not be moved onto Raft: its single member was not elected in time");
+			goto done;
+		}
+	}
+done:
+	bson_free(peers);
+	if (full != NULL)
+		bson_destroy(full);
+	bson_destroy(&old);
+	pthread_mutex_unlock(&reconfig_mu);
+	if (ret != 0)
+		return ret;
+	/* the set is an ordinary one-voter Raft set now: the reconfig runs as
+	 * in any set of several (the hand-over, Raft's changes with the log
+	 * compacted first, the configuration through the log).  Should it fail
+	 * from here (a new member gone meanwhile), the set stays a working
+	 * one-voter Raft set, primary, its configuration unchanged. */
+	return cmd_repl_member_reconfig(c, cfg, false, err);
 }

@@ -6,9 +6,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -182,11 +184,55 @@ bool
 repl_rejoin_raft_file_kept(const char *name)
 {
 	return strcmp(name, "metadata1") == 0 || strcmp(name, "metadata2") == 0 ||
-	    strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE) == 0 || strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE ".tmp") == 0;
+	    strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE) == 0 || strcmp(name, REPL_RAFT_VOTE_FLOOR_FILE ".tmp") == 0 ||
+	    strcmp(name, REPL_REJOIN_COMPACT_FILE) == 0;
 }
 
 int
-repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
+repl_rejoin_set_compact_pending(const char *dir, bool pending, terr_t *err)
+{
+	char path[4096];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, REPL_REJOIN_COMPACT_FILE) >= (int)sizeof(path))
+		return terr_set(err, TERR_INTERNAL_ERROR, "path too long in %s", dir);
+	if (!pending) {
+		if (unlink(path) != 0 && errno != ENOENT)
+			return terr_set(err, TERR_INTERNAL_ERROR, "cannot remove %s: %s", path, strerror(errno));
+		return 0;
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", dir, strerror(errno));
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", path, strerror(errno));
+	if (fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		return terr_set(err, TERR_INTERNAL_ERROR, "cannot sync %s: %s", path, strerror(e));
+	}
+	close(fd);
+	/* the folder's entry durable too */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+bool
+repl_rejoin_compact_pending(const char *dir)
+{
+	char path[4096];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, REPL_REJOIN_COMPACT_FILE) >= (int)sizeof(path))
+		return false;
+	return access(path, F_OK) == 0;
+}
+
+static int
+empty_dir(const char *dir, bool keep, terr_t *err)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -196,7 +242,8 @@ repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
 		return errno == ENOENT ? 0 : terr_set(err, TERR_INTERNAL_ERROR, "cannot open %s: %s", dir, strerror(errno));
 	while (ret == 0 && (de = readdir(d)) != NULL) {
 		char path[4096];
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || repl_rejoin_raft_file_kept(de->d_name))
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    (keep && repl_rejoin_raft_file_kept(de->d_name)))
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			ret = terr_set(err, TERR_INTERNAL_ERROR, "path too long in %s", dir);
@@ -205,6 +252,18 @@ repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
 	}
 	closedir(d);
 	return ret;
+}
+
+int
+repl_rejoin_reset_raft_dir(const char *dir, terr_t *err)
+{
+	return empty_dir(dir, true, err);
+}
+
+int
+repl_rejoin_clear_raft_dir(const char *dir, terr_t *err)
+{
+	return empty_dir(dir, false, err);
 }
 
 bool

@@ -47,6 +47,20 @@ void repl_rejoin_stop(repl_rejoin_t *r);
 bool repl_rejoin_raft_file_kept(const char *name);
 /* Remove every file of dir but those kept (above); 0, or -1 with err. */
 int repl_rejoin_reset_raft_dir(const char *dir, terr_t *err);
+/*
+ * A one-member set moved onto Raft (its log starts at the move, without
+ * the data written before it) marks its Raft folder until the log was
+ * compacted to a snapshot before a member is added: a file the folder
+ * keeps (repl_rejoin_raft_file_kept; it is no Raft log).  pending true
+ * creates it (the folder too), false removes it; 0, or -1 with err.
+ */
+#define REPL_REJOIN_COMPACT_FILE "tamga-compact-first"
+int repl_rejoin_set_compact_pending(const char *dir, bool pending, terr_t *err);
+bool repl_rejoin_compact_pending(const char *dir);
+/* Remove every file of dir, the kept ones too (a one-member set moved onto
+ * Raft: nothing in the folder is of its set); 0, or -1 with err (may be
+ * NULL). */
+int repl_rejoin_clear_raft_dir(const char *dir, terr_t *err);
 /* Whether dir holds a Raft log or snapshot (a file other than the kept
  * metadata): the node ran on Raft and its set's history is there. */
 bool repl_rejoin_raft_dir_has_log(const char *dir);

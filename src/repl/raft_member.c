@@ -1479,6 +1479,12 @@ loop_main(void *arg)
 		if (rv == 0)
 			rv = raft_bootstrap(&m->raft, &conf);
 		raft_configuration_close(&conf);
+		/* a one-member set moved onto Raft: the term goes on from the
+		 * set's (its first election then passes it; libraft's bootstrap
+		 * writes term 1 and refuses a folder whose term is not 0, so the
+		 * term is set after it) */
+		if (rv == 0 && m->o.bootstrap_term > 1)
+			rv = m->io.set_term(&m->io, m->o.bootstrap_term);
 		if (rv == RAFT_CANTBOOTSTRAP)
 			rv = 0;   /* already bootstrapped: a restart */
 		if (rv != 0) {
@@ -2569,4 +2575,103 @@ repl_member_submit_config(repl_member_t *m, const bson_t *entry)
 	pthread_mutex_unlock(&m->lock);
 	uv_async_send(&m->submit_async);
 	return 0;
+}
+
+/* ---- compaction of a set just moved onto Raft (raft_member.h) ------------------------------------- */
+
+typedef struct compact_arg {
+	unsigned threshold;           /* in: the snapshot threshold to set (0: leave it) */
+	raft_index snapshot_index;    /* out: the index of Raft's last snapshot (0: none) */
+} compact_arg_t;
+
+/* Loop thread: the threshold set, the last snapshot's index read. */
+static void
+compact_on_loop(struct raft *r, void *arg)
+{
+	compact_arg_t *a = arg;
+
+	if (a->threshold > 0)
+		raft_set_snapshot_threshold(r, a->threshold);
+	a->snapshot_index = r->log.snapshot.last_index;
+}
+
+/* One no-op entry written as primary and waited for until committed:
+ * 0, or -1 with err. */
+static int
+compact_noop(repl_member_t *m, storage_session_t *s, int64_t deadline_us, terr_t *err)
+{
+	bson_t msg = BSON_INITIALIZER;
+	repl_oplog_optime_t at = REPL_OPLOG_OPTIME_NULL;
+	int rc;
+
+	BSON_APPEND_UTF8(&msg, "msg", "compacting the set's log before its first member is added");
+	rc = repl_oplog_noop(m->o.oplog, s, &msg, &at, err);
+	bson_destroy(&msg);
+	if (rc != 0)
+		return -1;
+	rc = repl_member_wait_committed(m, at.ts, at.t, deadline_us);
+	if (rc == 1)
+		return terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
+	if (rc != 0)
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary: stepped down while compacting the set's log");
+	return 0;
+}
+
+int
+repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err)
+{
+	storage_session_t *s = NULL;
+	compact_arg_t a = {0, 0};
+	int ret = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->primary) {
+		pthread_mutex_unlock(&m->lock);
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
+	}
+	pthread_mutex_unlock(&m->lock);
+	/* a snapshot already taken will do: a new member's first AppendEntries
+	 * (from index 1) becomes the snapshot whenever one exists */
+	if (repl_member_on_loop(m, compact_on_loop, &a, deadline_us) != 0)
+		return terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
+	if (a.snapshot_index > 0)
+		return 0;
+	RET(storage_session_open(m->o.st, &s, err));
+	/* the snapshot's optime must be an oplog entry the set's log carries:
+	 * one committed before the threshold drops */
+	ret = compact_noop(m, s, deadline_us, err);
+	if (ret == 0) {
+		a.threshold = 1;
+		if (repl_member_on_loop(m, compact_on_loop, &a, deadline_us) != 0)
+			ret = terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
+	}
+	/* Raft takes the snapshot as it applies the next entry (again at the
+	 * next one when the applier was not ready: RAFT_BUSY) */
+	while (ret == 0 && a.snapshot_index == 0) {
+		int64_t until = tm_now_us() + 200 * 1000;
+		ret = compact_noop(m, s, deadline_us, err);
+		while (ret == 0 && a.snapshot_index == 0 && tm_now_us() < until) {
+			struct timespec nap = {0, 10 * 1000 * 1000};
+			a.threshold = 0;
+			if (repl_member_on_loop(m, compact_on_loop, &a, deadline_us) != 0 ||
+			    (deadline_us > 0 && tm_now_us() >= deadline_us))
+				ret = terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
+			else if (a.snapshot_index == 0)
+				nanosleep(&nap, NULL);
+		}
+	}
+	/* the usual threshold again, whatever happened (a loop that stopped
+	 * meanwhile takes its own at the next start) */
+	{
+		compact_arg_t back = {SNAPSHOT_THRESHOLD, 0};
+		(void)repl_member_on_loop(m, compact_on_loop, &back, tm_now_us() + 5 * 1000 * 1000);
+	}
+	storage_session_close(s);
+	if (ret == 0) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "snapshotIndex", (int64_t)a.snapshot_index);
+		tlog('I', "REPL", 5000310, "the set's log starts at a snapshot: a member added copies the data", &attr);
+		bson_destroy(&attr);
+	}
+	return ret;
 }

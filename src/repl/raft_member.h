@@ -107,6 +107,14 @@ typedef struct repl_member_options {
 	 * starts; no vote and no candidacy in a term <= it (raft_vote_floor.h).
 	 * 0: none given (a floor stored earlier still holds) */
 	uint64_t vote_floor;
+	/* with bootstrap: a one-member set that ran without Raft moves onto it
+	 * (commands/cmd_repl_reconfig.c, rs.add() on a set initiated with one
+	 * member): Raft's term is set to this (> 1) right after the bootstrap,
+	 * before Raft starts -- the set's term + 1: libraft's single voter with
+	 * pre-vote leads in the term it starts with --, so every optime `t` on
+	 * Raft is above those the set wrote without it.  0: none.  A folder already
+	 * bootstrapped (a restart) keeps its own term. */
+	uint64_t bootstrap_term;
 } repl_member_options_t;
 
 /* The key of a configuration entry in the set's log: {_tamgaConfig: cfg}
@@ -173,6 +181,22 @@ int repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_
  * Returns as repl_member_wait_committed.
  */
 int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadline_us);
+
+/*
+ * Compact the set's log now (the primary of a one-member set moved onto
+ * Raft, before its first member is added): no-op oplog entries are
+ * written and committed until Raft took a snapshot (its threshold lowered to
+ * one entry meanwhile, SNAPSHOT_THRESHOLD again after), so a member added
+ * from then on cannot replay the log from its first entry -- which lacks
+ * the data written before the move -- and gets the snapshot and copies the
+ * data instead (initial_sync.h).  The snapshot covers at least one oplog
+ * entry of Raft's own (its ts is in this member's oplog).  Nothing is
+ * written when Raft holds a snapshot already (libraft sends it to any
+ * member whose log starts empty).  0; -1 with err:
+ * 10107 when this member is not primary, 262 ExceededTimeLimit when no
+ * snapshot was taken by deadline_us (the log is left as it is).
+ */
+int repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err);
 
 /*
  * replSetStepDown: stop taking writes at once and hand the leadership to

@@ -1428,16 +1428,18 @@ repl_set_reconfig(repl_set_t *rs, const bson_t *cfg, bool force, terr_t *err)
 		    "New replica set configuration version must be greater than old, but %lld is not greater than %lld for replica set %s",
 		    (long long)version, (long long)cur_version, rs->name);
 	}
-	/* a set initiated with one member runs without Raft: a second member
-	 * would need the set moved onto Raft with a copy of the data it holds
-	 * (not built).  Storing the configuration alone left a set with no
-	 * primary after a restart, so it is refused whole */
+	/* a set initiated with one member runs without Raft: a safe reconfig
+	 * that adds members moves it onto Raft first (commands/
+	 * cmd_repl_reconfig.c, cmd_repl_member_grow) and never comes here; a
+	 * forced one would store a configuration of several members with no
+	 * copy of the data on the others and no Raft to run it (after a
+	 * restart: no primary), so it is refused whole */
 	if (bson_iter_init_find(&it, cfg, "members") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &s) &&
 	    bson_iter_next(&s) && bson_iter_next(&s)) {
 		pthread_mutex_unlock(&rs->lock);
 		return terr_set(err, TERR_NOT_IMPLEMENTED,
-		    "adding members to a replica set initiated with a single member is not supported yet; initiate the "
-		    "set with all its members (rs.initiate({_id, members: [...]}), the others with empty data folders)");
+		    "a forced reconfig cannot add members to a replica set running with a single member; add them "
+		    "with a reconfig without force (rs.add())");
 	}
 	full = config_complete(cfg, version, force ? -1 : term, rs->config);
 	pthread_mutex_unlock(&rs->lock);
@@ -1706,6 +1708,12 @@ repl_set_raft_role(repl_set_t *rs, repl_member_state_t state, int64_t term)
 			terr_clear(&err);
 	}
 	rs->state = state;
+	/* Raft says this member is not primary: the single-member path never
+	 * elects it meanwhile (refresh_locked), in a set of one member too (a
+	 * set moved onto Raft whose leader lost the new member it was adding:
+	 * Raft elects it again, or the set's new configuration does) */
+	if (state != REPL_STATE_PRIMARY)
+		rs->on_raft = true;
 	if (state == REPL_STATE_PRIMARY) {
 		/* a one-member set restarted on Raft is elected: from here on as
 		 * one a forced reconfig brought to one member while it ran */
@@ -1744,6 +1752,41 @@ repl_set_set_on_raft(repl_set_t *rs, bool on_raft)
 	rs->on_raft = on_raft;
 	/* no Raft server after all: a single member elects itself as on open */
 	if (!on_raft && rs->initiated && rs->nmembers == 1 && rs->state == REPL_STATE_STARTUP2)
+		elect_locked(rs, REPL_ELECTION_TIMEOUT);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+int
+repl_set_move_to_raft(repl_set_t *rs, terr_t *err)
+{
+	pthread_mutex_lock(&rs->lock);
+	refresh_locked(rs);
+	if (!rs->initiated || rs->state != REPL_STATE_PRIMARY) {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY,
+		    "Safe reconfig is only allowed on a writable PRIMARY. Current state is %s", repl_state_name(rs->state));
+	}
+	if (rs->nmembers != 1 || rs->on_raft) {
+		pthread_mutex_unlock(&rs->lock);
+		return terr_set(err, 109 /* ConfigurationInProgress */,
+		    "Cannot run replSetReconfig because the node is currently updating its configuration");
+	}
+	/* as at a start on Raft: no writes, Raft elects (repl_set_raft_role) */
+	rs->on_raft = true;
+	rs->state = REPL_STATE_STARTUP2;
+	rs->stepdown_until_ms = 0;
+	rs->freeze_until_ms = 0;
+	bump_locked(rs);
+	pthread_mutex_unlock(&rs->lock);
+	return 0;
+}
+
+void
+repl_set_move_back(repl_set_t *rs)
+{
+	pthread_mutex_lock(&rs->lock);
+	rs->on_raft = false;
+	if (rs->initiated && rs->nmembers == 1 && rs->state != REPL_STATE_PRIMARY && rs->state != REPL_STATE_REMOVED)
 		elect_locked(rs, REPL_ELECTION_TIMEOUT);
 	pthread_mutex_unlock(&rs->lock);
 }

@@ -248,6 +248,17 @@ bool repl_set_multi_member(repl_set_t *rs);
  * its Raft server could not start: it then elects itself as a single
  * member does (if it waits in STARTUP2). */
 void repl_set_set_on_raft(repl_set_t *rs, bool on_raft);
+/*
+ * A one-member set that runs without Raft moves onto it (rs.add() on a set
+ * initiated with one member): its single-member primary stops taking
+ * writes (STARTUP2, as a start on Raft: writers get 10107 and retry) and
+ * Raft's election makes it PRIMARY again (repl_set_raft_role).  0; 10107
+ * when this node is not its primary; 109 when the set has several members
+ * or is on Raft already.  repl_set_move_back undoes it when Raft could not
+ * start or elect: the single member elects itself again (a new term).
+ */
+int repl_set_move_to_raft(repl_set_t *rs, terr_t *err);
+void repl_set_move_back(repl_set_t *rs);
 bool repl_set_on_raft(repl_set_t *rs);
 /* Members of the configuration (0 before initiation). */
 int repl_set_member_count(repl_set_t *rs);

@@ -3,7 +3,9 @@
  * (repl/member_rejoin.h): which files of its Raft folder it keeps (the
  * term and the vote, canonical/raft's metadata1/metadata2) and the reset
  * itself on a folder shaped as libraft leaves it (closed and open
- * segments, snapshots), a missing folder, and one that cannot be read.
+ * segments, snapshots), a missing folder, and one that cannot be read;
+ * the folder of a one-member set moved onto Raft (cleared whole, its
+ * compaction mark).
  */
 #include "tt.h"
 
@@ -89,12 +91,51 @@ test_reset(void)
 	bson_free(dir);
 }
 
+/* A one-member set moved onto Raft (rs.add() on a set initiated with one
+ * member): its folder emptied whole, metadata too (libraft bootstraps only
+ * a folder without a term), and marked for a compaction before its first
+ * member is added -- a mark that is no Raft log (a restart before the
+ * bootstrap stays the single member) and survives a removed member's reset. */
+static void
+test_moved(void)
+{
+	char *dir = bson_strdup_printf("%s/moved", tmp);
+	terr_t err = TERR_INIT;
+
+	TT_ASSERT(!repl_rejoin_compact_pending(dir));
+	/* the mark creates the folder */
+	TT_EQ_INT(repl_rejoin_set_compact_pending(dir, true, &err), 0);
+	TT_ASSERT(repl_rejoin_compact_pending(dir));
+	TT_ASSERT(repl_rejoin_raft_file_kept(REPL_REJOIN_COMPACT_FILE));
+	TT_ASSERT(!repl_rejoin_raft_dir_has_log(dir));
+	touch(dir, "metadata1");
+	touch(dir, "open-1");
+	TT_ASSERT(repl_rejoin_raft_dir_has_log(dir));
+	TT_EQ_INT(repl_rejoin_reset_raft_dir(dir, &err), 0);
+	TT_ASSERT(repl_rejoin_compact_pending(dir) && exists(dir, "metadata1") && !exists(dir, "open-1"));
+	/* cleared whole: the mark and the metadata too */
+	touch(dir, "open-1");
+	TT_EQ_INT(repl_rejoin_clear_raft_dir(dir, &err), 0);
+	TT_ASSERT(!repl_rejoin_compact_pending(dir) && !exists(dir, "metadata1") && !exists(dir, "open-1"));
+	/* the mark set and dropped (twice: dropping a missing one is fine) */
+	TT_EQ_INT(repl_rejoin_set_compact_pending(dir, true, &err), 0);
+	TT_EQ_INT(repl_rejoin_set_compact_pending(dir, false, &err), 0);
+	TT_EQ_INT(repl_rejoin_set_compact_pending(dir, false, &err), 0);
+	TT_ASSERT(!repl_rejoin_compact_pending(dir));
+	/* no folder: nothing to clear */
+	bson_free(dir);
+	dir = bson_strdup_printf("%s/none2", tmp);
+	TT_EQ_INT(repl_rejoin_clear_raft_dir(dir, &err), 0);
+	bson_free(dir);
+}
+
 int
 main(void)
 {
 	tmp = tt_tmpdir("member_rejoin");
 	TT_RUN(test_kept_names);
 	TT_RUN(test_reset);
+	TT_RUN(test_moved);
 	tt_rmdir(tmp);
 	bson_free(tmp);
 	return tt_finish();

@@ -19,6 +19,7 @@
 #include "common/failpoint.h"
 #include "common/opctx.h"
 #include <unistd.h>
+#include "repl/member_rejoin.h"
 #include "repl/replset.h"
 
 #include <openssl/evp.h>
@@ -598,12 +599,24 @@ test_engine_set(void)
 	TT_EQ_STR(tt_get_str(r, "config.members.0.tags.dc"), "east");
 	TT_ASSERT(tt_get(r, "config.settings.replicaSetId", &it) && BSON_ITER_HOLDS_OID(&it));
 	bson_destroy(r);
-	/* a set initiated with one member takes no second one (it runs without
-	 * Raft): refused whole, with or without force, the configuration kept */
-	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 3, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}, {\"_id\": 1, \"host\": \"127.0.0.1:27998\"}]}}", &rc);
-	TT_EQ_INT(rc, 238);
+	/* a set initiated with one member (it runs without Raft) moves onto
+	 * Raft to take a second one, but only once the new member answered the
+	 * quorum check: one that does not is mongod's 74 with its message, and
+	 * nothing changed (no Raft folder written, still the single primary);
+	 * a forced reconfig does not move it: 238, the configuration kept */
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 3, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}, {\"_id\": 1, \"host\": \"127.0.0.1:1\"}]}}", &rc);
+	TT_EQ_INT(rc, 74);
+	TT_ASSERT(strstr(tt_get_str(r, "errmsg"), "Quorum check failed because not all proposed set members responded affirmatively: 127.0.0.1:1 failed with") != NULL);
 	bson_destroy(r);
-	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 3, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}, {\"_id\": 1, \"host\": \"127.0.0.1:27998\"}]}, \"force\": true}", &rc);
+	{
+		char *raft = bson_strdup_printf("%s/raft", dir);
+		TT_ASSERT(!repl_rejoin_raft_dir_has_log(raft));
+		bson_free(raft);
+	}
+	r = run(e, "admin", "{\"hello\": 1}", &rc);
+	TT_ASSERT(tt_get(r, "isWritablePrimary", &it) && bson_iter_as_bool(&it));
+	bson_destroy(r);
+	r = run(e, "admin", "{\"replSetReconfig\": {\"_id\": \"rs0\", \"version\": 3, \"members\": [{\"_id\": 0, \"host\": \"" SELF "\"}, {\"_id\": 1, \"host\": \"127.0.0.1:1\"}]}, \"force\": true}", &rc);
 	TT_EQ_INT(rc, 238);
 	bson_destroy(r);
 	r = run(e, "admin", "{\"replSetGetConfig\": 1}", &rc);

@@ -83,10 +83,13 @@ c.settings.getLastErrorModes = { east: { dc: 1 } };
 const rr = rs.reconfig(c);
 check('rs.reconfig()', rr.ok === 1, rr);
 check('rs.conf() after reconfig', rs.conf().version === 2 && rs.conf().members[0].tags.dc === 'east');
-// a second member on a set initiated with one (it runs without Raft):
-// refused whole with 238, the configuration kept
-check('rs.add() on a set initiated with one member: 238', code(() => rs.add('127.0.0.1:1')) === 238);
+// a second member on a set initiated with one (it runs without Raft): the
+// set moves onto Raft only once the new member answered mongod's quorum
+// check -- one that does not answer is 74, and nothing changed (a member
+// that does answer: e2e.replset_grow)
+check('rs.add() of a member that does not answer: 74', code(() => rs.add('127.0.0.1:1')) === 74);
 check('rs.conf() kept after the refused rs.add()', rs.conf().version === 2 && rs.conf().members.length === 1, rs.conf());
+check('still the writable primary', db.hello().isWritablePrimary === true);
 
 // writes and concerns in a set
 const t = db.getSiblingDB('e2e_rs').c;
