@@ -303,22 +303,25 @@ parse_args(const bson_t *cmd, hb_args_t *a, terr_t *err)
 /* A null optime as mongod prints it: {ts: Timestamp(0, 0), t: -1}. */
 static const repl_optime_t null_optime = {0, 0, -1};
 
-/* What this member calls durable: every entry it applied is in its Raft
- * log on disk first on a secondary (Raft appends before it commits); a
- * primary's own writes reach its Raft log after its oplog, so what is
- * known durable there is the commit point (which counts the leader's own
- * persisted log) when it is behind the last write. */
+/* What this member calls durable.  A primary: the newest entry of its
+ * oplog a journal sync made durable (mongod's lastDurable, from the
+ * JournalListener token its journal flusher takes before each round;
+ * repl_oplog_durable_optime), so up to one ~100 ms round behind its last
+ * write, never the commit point.  Any other member: every entry it applied
+ * was in its Raft log on disk first (Raft appends before it commits), so
+ * its applied optime. */
 void
 cmd_repl_hb_durable(engine_t *e, const repl_set_info_t *in, repl_optime_t *out, int64_t *wall)
 {
 	*out = in->last_applied;
 	*wall = in->last_applied_wall_ms;
-	if (in->state == REPL_STATE_PRIMARY && e->member != NULL) {
-		repl_ts_t c = repl_member_committed_ts(e->member);
-		if (c < REPL_TS(in->last_applied.secs, in->last_applied.inc)) {
-			out->secs = repl_ts_secs(c);
-			out->inc = repl_ts_inc(c);
-			out->term = c == 0 ? -1 : in->term;
+	if (in->state == REPL_STATE_PRIMARY && e->oplog != NULL) {
+		repl_oplog_optime_t d = repl_oplog_durable_optime(e->oplog);
+		/* in was read first: a sync since may name a newer entry */
+		if (d.ts < REPL_TS(in->last_applied.secs, in->last_applied.inc)) {
+			out->secs = repl_ts_secs(d.ts);
+			out->inc = repl_ts_inc(d.ts);
+			out->term = d.ts == 0 ? -1 : d.t;
 			*wall = (int64_t)out->secs * 1000;
 		}
 	}

@@ -26,8 +26,10 @@ void cmd_repl_hb_stop(engine_t *e);
 
 /* This member's durable optime and its wall time (in: repl_set_info's):
  * on a secondary its last applied one (it applies only entries its Raft
- * log persisted), on the primary the commit point while that is behind
- * its last write (its own writes reach its Raft log after its oplog). */
+ * log persisted); on the primary, a one-member set's included, the newest
+ * oplog entry its journal holds on disk (repl_oplog_durable_optime: the
+ * last journal flusher round's, at most ~100 ms behind its last write),
+ * as mongod's lastDurable. */
 void cmd_repl_hb_durable(engine_t *e, const repl_set_info_t *in, repl_optime_t *out, int64_t *wall);
 
 /* settings.heartbeatIntervalMillis of cfg (2000 when absent). */

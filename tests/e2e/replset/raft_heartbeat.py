@@ -16,7 +16,10 @@ heartbeatIntervalMillis 500 and heartbeatTimeoutSecs 3:
     SECONDARY with health 1 again;
   - replSetHeartbeat itself: a heartbeat of another set name answers 108,
     one claiming this member's _id 2, a missing field 4, as mongod;
-  - rs.status() through mongosh when it is given (its members' stateStr).
+  - rs.status() through mongosh when it is given (its members' stateStr);
+  - the primary's durableOpTime (heartbeat, rs.status()) is its journaled
+    last write while the commit point is held back (both secondaries
+    paused), as mongod's lastDurable -- not the commit point.
 
 usage: raft_heartbeat.py path/to/tamgad [path/to/mongosh]
 """
@@ -27,6 +30,7 @@ import sys
 import time
 
 from pymongo.errors import OperationFailure
+from pymongo.write_concern import WriteConcern
 
 sys.path.insert(0, os.path.dirname(__file__))
 from raft_cluster import Cluster, wait_state  # noqa: E402
@@ -182,7 +186,60 @@ def main():
             got = {n: (s, h) for n, s, h in json.loads(out.stdout.strip().splitlines()[-1])}
             check(got[p.host] == ("PRIMARY", 1) and got[s2.host] == ("SECONDARY", 1) and
                   got[s1.host] == ("SECONDARY", 1), "mongosh rs.status(): %r" % got)
+
+        primary_durable(cl, hb)
     print("raft_heartbeat: %d checks passed in %.1fs" % (checks, time.time() - t0))
+
+
+def primary_durable(cl, hb):
+    """A primary's durableOpTime is the newest write its journal holds
+    (mongod's lastDurable, from the journal flusher's rounds), not the
+    commit point: with both secondaries paused a w: 1 write cannot commit,
+    yet within a flusher round the primary's heartbeat answer and
+    rs.status() call it durable.  Done before the primary steps down for
+    want of a majority (election timeout 2 s); tried again if it did."""
+    for attempt in range(3):
+        got = r = None
+        p = cl.wait_primary(30)
+        secs = [m for m in cl.members if m is not p]
+        for m in secs:
+            check(wait_state(m, (2,), timeout=60) == 2, "%s SECONDARY" % m.host)
+        for m in secs:
+            m.pause()
+        try:
+            with p.client(serverSelectionTimeoutMS=2000) as c:
+                # w: 1 (the set's default is majority, which cannot be met)
+                c.test.get_collection("hb", write_concern=WriteConcern(w=1)).insert_one({"_id": "durable-%d" % attempt})
+                ts = c.local.oplog.rs.find_one(sort=[("$natural", -1)])["ts"]
+                deadline = time.time() + 1.5
+                while time.time() < deadline:
+                    r = c.admin.command(dict(hb))
+                    st = c.admin.command("replSetGetStatus")
+                    if r["state"] != 1:
+                        break
+                    if r["durableOpTime"]["ts"] >= ts:
+                        got = (r, st)
+                        break
+                    time.sleep(0.05)
+        except (OperationFailure, Exception) as e:  # stepped down under load: again
+            print("primary_durable attempt %d: %s" % (attempt, e))
+        finally:
+            for m in secs:
+                m.resume()
+        if got is None:
+            print("primary_durable attempt %d: %r" % (attempt, r), file=sys.stderr)
+            time.sleep(3)
+            continue
+        r, st = got
+        check(r["durableOpTime"]["ts"] == ts and r["opTime"]["ts"] == ts,
+              "the heartbeat's durableOpTime is the journaled write: %r, %r" % (r, ts))
+        check(r["durableWallTime"] is not None, "durableWallTime: %r" % r)
+        check(st["optimes"]["lastCommittedOpTime"]["ts"] < ts,
+              "the commit point stayed behind: %r" % st["optimes"])
+        check(st["optimes"]["durableOpTime"]["ts"] == ts, "rs.status() optimes.durableOpTime: %r" % st["optimes"])
+        return
+    raise AssertionError("3 tries: the primary stepped down, or its durableOpTime never reached its w: 1 write "
+                         "(see the attempts above)")
 
 
 def by_id(m, cl):
