@@ -522,6 +522,29 @@ note_down(hb_member_t *r, int64_t now, const char *msg, bool auth)
 /* One heartbeat to host under cfg (mongod's prepareHeartbeatRequestV1,
  * then processHeartbeatResponse): tried again while it fails quickly,
  * within the heartbeat timeout; the outcome noted in the table. */
+/* A member's reply carries its $clusterTime: this member's clock moves to
+ * it, as mongod's replication executor runs VectorClockMetadataHook on
+ * every reply (heartbeats included) and its oplog fetcher on each batch --
+ * so a secondary knows the primary's cluster time before it applied it,
+ * and an afterClusterTime read up to it waits there instead of answering
+ * 72.  The member channel is authenticated (keyFile / x.509, or none
+ * without auth), so no signature check: mongod's internal gossip. */
+static void
+gossip_in(engine_t *e, const bson_t *reply)
+{
+	bson_iter_t it, ct;
+	uint32_t secs, inc;
+
+	if (!bson_iter_init_find(&it, reply, "$clusterTime") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+	    !bson_iter_recurse(&it, &ct) || !bson_iter_find(&ct, "clusterTime") || !BSON_ITER_HOLDS_TIMESTAMP(&ct))
+		return;
+	bson_iter_timestamp(&ct, &secs, &inc);
+	/* mongod's rate limiter (maxAcceptableLogicalClockDriftSecs) first */
+	if (e->clock != NULL && repl_clock_advance(e->clock, REPL_TS(secs, inc), NULL) != 0)
+		return;
+	repl_set_clock_advance(e->rs, secs, inc);
+}
+
 static void
 heartbeat_once(struct cmd_repl_hb *hb, repl_member_conn_t *conn, const char *host, const bson_t *cfg)
 {
@@ -560,6 +583,7 @@ heartbeat_once(struct cmd_repl_hb *hb, repl_member_conn_t *conn, const char *hos
 			bool good = bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0;
 			if (good) {
 				terr_clear(&err);
+				gossip_in(e, &reply);
 				ok = true;
 				break;
 			}

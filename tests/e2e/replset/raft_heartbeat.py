@@ -19,7 +19,10 @@ heartbeatIntervalMillis 500 and heartbeatTimeoutSecs 3:
   - rs.status() through mongosh when it is given (its members' stateStr);
   - the primary's durableOpTime (heartbeat, rs.status()) is its journaled
     last write while the commit point is held back (both secondaries
-    paused), as mongod's lastDurable -- not the commit point.
+    paused), as mongod's lastDurable -- not the commit point;
+  - a cluster time gossiped into the primary reaches a secondary by
+    heartbeat replies, so an afterClusterTime read up to it waits there
+    (until an entry that recent is applied) instead of answering 72.
 
 usage: raft_heartbeat.py path/to/tamgad [path/to/mongosh]
 """
@@ -27,7 +30,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+
+from bson import Int64, Timestamp
 
 from pymongo.errors import OperationFailure
 from pymongo.write_concern import WriteConcern
@@ -188,6 +194,7 @@ def main():
                   got[s1.host] == ("SECONDARY", 1), "mongosh rs.status(): %r" % got)
 
         primary_durable(cl, hb)
+        secondary_cluster_time(cl)
     print("raft_heartbeat: %d checks passed in %.1fs" % (checks, time.time() - t0))
 
 
@@ -240,6 +247,61 @@ def primary_durable(cl, hb):
         return
     raise AssertionError("3 tries: the primary stepped down, or its durableOpTime never reached its w: 1 write "
                          "(see the attempts above)")
+
+
+def secondary_cluster_time(cl):
+    """A secondary learns the primary's cluster time from heartbeat replies
+    (mongod: VectorClockMetadataHook on the replication executor's replies),
+    not only from what it applied: a time gossiped into the primary alone
+    reaches the secondary within a few heartbeat intervals, and an
+    afterClusterTime read up to it -- sent without any $clusterTime past the
+    secondary's -- waits for an entry that recent instead of answering 72
+    (mongod's InvalidOptions check is against the member's own clock)."""
+    p = cl.wait_primary(30)
+    s = [m for m in cl.members if m is not p][0]
+    check(wait_state(s, (2,), timeout=60) == 2, "%s SECONDARY" % s.host)
+    with p.client() as c:
+        # a write first: the primary's periodic no-op (after 10 s idle) must
+        # not come during the case -- an entry past the gossiped time would
+        # move the secondary's clock by itself
+        c.test.get_collection("hb", write_concern=WriteConcern(w="majority")).insert_one({"_id": "before-gossip"})
+        now = c.admin.command("ping")["$clusterTime"]["clusterTime"]
+        ahead = Timestamp(now.time + 5, 1)
+        with c.start_session() as sess:
+            sess.advance_cluster_time({"clusterTime": ahead,
+                                       "signature": {"hash": b"\0" * 20, "keyId": Int64(0)}})
+            c.admin.command("ping", session=sess)
+        check(c.admin.command("ping")["$clusterTime"]["clusterTime"] >= ahead, "the primary took the gossip")
+    deadline, seen, applied = time.time() + 5, None, None
+    while time.time() < deadline:
+        with s.client() as c:
+            seen = c.admin.command("ping")["$clusterTime"]["clusterTime"]
+            applied = c.admin.command("replSetGetStatus")["optimes"]["appliedOpTime"]["ts"]
+        if seen >= ahead:
+            break
+        time.sleep(0.1)
+    check(seen is not None and seen >= ahead, "the secondary's clock reached the primary's by heartbeats: %r < %r"
+          % (seen, ahead))
+    check(applied < ahead, "before it applied anything that recent: %r" % applied)
+    got = {}
+
+    def read():
+        try:
+            with s.client() as c:
+                got["r"] = c.test.command("find", "hb", filter={"_id": "after-gossip"},
+                                          readConcern={"afterClusterTime": ahead}, maxTimeMS=20000)
+        except OperationFailure as e:
+            got["e"] = e
+
+    t = threading.Thread(target=read)
+    t.start()
+    time.sleep(1)
+    check(t.is_alive(), "the read waits for an entry at the gossiped time: %r" % got)
+    with p.client() as c:
+        c.test.get_collection("hb", write_concern=WriteConcern(w=1)).insert_one({"_id": "after-gossip"})
+    t.join(30)
+    check("e" not in got and [d["_id"] for d in got["r"]["cursor"]["firstBatch"]] == ["after-gossip"],
+          "the waiting read answers with the write: %r" % got)
 
 
 def by_id(m, cl):
