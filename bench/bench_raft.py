@@ -21,7 +21,8 @@ usage: bench_raft.py path/to/tamgad [N] [R] [PHASES]
   applycpu (not in the default: N / 10 w: "majority" batches of 100, each
   member's CPU per batch, utime + stime of /proc/<pid>/stat from the first
   batch to every member having applied the last: a follower's applier cost,
-  which load on the machine does not change much); BENCH_SECONDS the read rounds' length
+  which load on the machine does not change much; then N / 2 single
+  w: "majority" inserts, each member's CPU per insert); BENCH_SECONDS the read rounds' length
   (default 10), BENCH_READ_KEYS the documents read (default 20000),
   BENCH_READ_THREADS the connections (default 64).
 """
@@ -139,9 +140,18 @@ def applycpu():
             rate(wm, batches * 100, 100)
             settle(cl)
             after = [cpu_seconds(m.proc.pid) for m in cl.members]
+            # single w: "majority" inserts: each member's CPU per insert
+            singles = max(N // 2, 1)
+            before1 = [cpu_seconds(m.proc.pid) for m in cl.members]
+            rate(wm, singles, 1)
+            settle(cl)
+            after1 = [cpu_seconds(m.proc.pid) for m in cl.members]
         for m, a, b in zip(cl.members, before, after):
             print("applycpu %-9s %s: %6.0f us CPU per batch of 100 (%d batches)" %
                   ("primary" if m is p else "secondary", m.host, (b - a) / batches * 1e6, batches))
+        for m, a, b in zip(cl.members, before1, after1):
+            print("applycpu %-9s %s: %6.0f us CPU per single insert (%d inserts)" %
+                  ("primary" if m is p else "secondary", m.host, (b - a) / singles * 1e6, singles))
 
 
 def failover():

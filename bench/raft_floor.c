@@ -12,7 +12,9 @@
  * Three Raft servers in one process, each on its own thread and libuv loop
  * (as three tamgad processes each have one), with their logs under
  * DIR/n1..n3 (an empty folder on the disk under test) and the libuv TCP
- * transport on 127.0.0.1 ports 40000-59999 (picked at random).  Once one
+ * transport on 127.0.0.1 ports the kernel says are free (bound to port 0,
+ * as tests/e2e/with_tamgad.sh picks tamgad's; a random pick in a range
+ * sometimes met a port another server held).  Once one
  * is leader, it submits ROUNDS times (default 300) ENTRIES entries
  * (default 100: one batched insert of bench_raft.py) of BYTES bytes each
  * (default 256: the oplog entry of one of its inserts, padded to 8 as
@@ -26,10 +28,13 @@
  * FSM does nothing; snapshots are off (tamgad takes one every 8192
  * entries).  Nothing is asserted: numbers are printed.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -179,11 +184,39 @@ run(void *arg)
 	return NULL;
 }
 
+/* n distinct 127.0.0.1 ports free now: each socket bound to port 0 stays
+ * bound until all are chosen (so no two are the same), then all are closed
+ * for the Raft servers to take.  0, or -1 with errno's message printed. */
+static int
+free_ports(int *ports, int n)
+{
+	int fds[NODES], rc = 0;
+
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	for (int i = 0; i < n && rc == 0; i++) {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t len = sizeof(a);
+		if ((fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+		    bind(fds[i], (struct sockaddr *)&a, sizeof(a)) != 0 ||
+		    getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
+			perror("raft_floor: a free port");
+			rc = -1;
+		} else {
+			ports[i] = ntohs(a.sin_port);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct raft_configuration conf;
-	int base;
+	int ports[NODES];
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: raft_floor DIR [ROUNDS] [ENTRIES] [BYTES] [GAP_US]\n");
@@ -200,11 +233,11 @@ main(int argc, char **argv)
 	if (rounds < 1 || entries < 1 || bytes < 8 || gap_us < 0 || gap_us > 1000000)
 		return 2;
 	lat_us = calloc((size_t)rounds, sizeof(double));
-	srand((unsigned)getpid());
-	base = 40000 + rand() % 19000;
+	if (free_ports(ports, NODES) != 0)
+		return 1;
 	raft_configuration_init(&conf);
 	for (int i = 0; i < NODES; i++) {
-		snprintf(nodes[i].addr, sizeof(nodes[i].addr), "127.0.0.1:%d", base + i);
+		snprintf(nodes[i].addr, sizeof(nodes[i].addr), "127.0.0.1:%d", ports[i]);
 		raft_configuration_add(&conf, (raft_id)(i + 1), nodes[i].addr, RAFT_VOTER);
 	}
 	for (int i = 0; i < NODES; i++) {
@@ -230,8 +263,12 @@ main(int argc, char **argv)
 		raft_set_heartbeat_timeout(&n->raft, 200);
 		raft_set_snapshot_threshold(&n->raft, 1u << 30);
 		raft_set_pre_vote(&n->raft, true);
-		if (raft_bootstrap(&n->raft, &conf) != 0 || raft_start(&n->raft) != 0) {
-			fprintf(stderr, "raft_bootstrap/start failed (DIR must be empty)\n");
+		if (raft_bootstrap(&n->raft, &conf) != 0) {
+			fprintf(stderr, "raft_bootstrap failed (DIR must be empty): %s\n", raft_errmsg(&n->raft));
+			return 1;
+		}
+		if (raft_start(&n->raft) != 0) {
+			fprintf(stderr, "raft_start failed on %s: %s\n", n->addr, raft_errmsg(&n->raft));
 			return 1;
 		}
 		uv_timer_init(&n->loop, &n->tick);

@@ -1173,6 +1173,7 @@ static const priv_row_t priv_table[] = {
 	{"replSetGetStatus", NEED_CLUSTER, "replSetGetStatus", NULL},
 	{"replSetGetRBID", NEED_CLUSTER, "internal", NULL},
 	{"replSetHeartbeat", NEED_CLUSTER, "internal", NULL},
+	{"replSetUpdatePosition", NEED_CLUSTER, "internal", NULL},
 	{"replSetGetConfig", NEED_CLUSTER, "replSetGetConfig", NULL},
 	{"replSetInitiate", NEED_CLUSTER, "replSetConfigure", NULL},
 	{"replSetReconfig", NEED_CLUSTER, "replSetConfigure", NULL},

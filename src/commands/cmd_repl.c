@@ -315,7 +315,8 @@ CMD_HANDLER(cmd_repl_set_get_status)
 {
 	repl_set_info_t in;
 	bson_t op, arr, m;
-	int64_t now = wall_ms();
+	int64_t now = wall_ms(), dur_wall;
+	repl_optime_t dur;
 
 	RET(need_initiated(c, err));
 	repl_set_info(c->engine->rs, &in);
@@ -348,16 +349,18 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	BSON_APPEND_INT32(c->reply, "writeMajorityCount", 1);
 	BSON_APPEND_INT32(c->reply, "votingMembersCount", 1);
 	BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", 1);
+	/* one member: everything applied is majority-committed; durable is
+	 * what the journal holds (cmd_repl_heartbeat.h) */
+	cmd_repl_hb_durable(c->engine, &in, &dur, &dur_wall);
 	BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &op);
-	/* one member: everything applied is durable and majority-committed */
 	repl_optime_append(&op, "lastCommittedOpTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&op, "lastCommittedWallTime", in.last_applied_wall_ms);
 	repl_optime_append(&op, "readConcernMajorityOpTime", &in.last_applied);
 	repl_optime_append(&op, "appliedOpTime", &in.last_applied);
-	repl_optime_append(&op, "durableOpTime", &in.last_applied);
+	repl_optime_append(&op, "durableOpTime", &dur);
 	repl_optime_append(&op, "writtenOpTime", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&op, "lastAppliedWallTime", in.last_applied_wall_ms);
-	BSON_APPEND_DATE_TIME(&op, "lastDurableWallTime", in.last_applied_wall_ms);
+	BSON_APPEND_DATE_TIME(&op, "lastDurableWallTime", dur_wall);
 	BSON_APPEND_DATE_TIME(&op, "lastWrittenWallTime", in.last_applied_wall_ms);
 	bson_append_document_end(c->reply, &op);
 	BSON_APPEND_TIMESTAMP(c->reply, "lastStableRecoveryTimestamp", in.last_applied.secs, in.last_applied.inc);
@@ -379,7 +382,7 @@ CMD_HANDLER(cmd_repl_set_get_status)
 	repl_optime_append(&m, "optimeWritten", &in.last_applied);
 	BSON_APPEND_DATE_TIME(&m, "optimeWrittenDate", (int64_t)in.last_applied.secs * 1000);
 	BSON_APPEND_DATE_TIME(&m, "lastAppliedWallTime", in.last_applied_wall_ms);
-	BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", in.last_applied_wall_ms);
+	BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", dur_wall);
 	BSON_APPEND_DATE_TIME(&m, "lastWrittenWallTime", in.last_applied_wall_ms);
 	BSON_APPEND_UTF8(&m, "syncSourceHost", "");
 	BSON_APPEND_INT32(&m, "syncSourceId", -1);

@@ -18,6 +18,17 @@
  * member's state. */
 int cmd_repl_set_heartbeat(cmd_t *c, terr_t *err);
 
+/* {replSetUpdatePosition: 1, optimes: [{appliedOpTime, appliedWallTime,
+ * durableOpTime, durableWallTime, memberId, cfgver}, ...]}: mongod's
+ * parsing (UpdatePositionArgs: 4/14 for a missing or mistyped field) and
+ * refusals (76 not a replica set, 94 not initiated, 13436 REMOVED, 74 a
+ * negative or unknown memberId, 93 another configVersion, with this
+ * member's in the reply); each member's lastApplied/lastDurable advanced,
+ * never moved back.  A secondary's reporter thread sends it to its sync
+ * source whenever its applier published entries (started with the
+ * heartbeats). */
+int cmd_repl_set_update_position(cmd_t *c, terr_t *err);
+
 /* Start the heartbeats of e (idempotent; they run while e's configuration
  * has several members and names this node), stop them (joins every
  * thread: at most one attempt's wait, 2 s, for a paused peer). */
@@ -26,8 +37,10 @@ void cmd_repl_hb_stop(engine_t *e);
 
 /* This member's durable optime and its wall time (in: repl_set_info's):
  * on a secondary its last applied one (it applies only entries its Raft
- * log persisted), on the primary the commit point while that is behind
- * its last write (its own writes reach its Raft log after its oplog). */
+ * log persisted); on the primary, a one-member set's included, the newest
+ * oplog entry its journal holds on disk (repl_oplog_durable_optime: the
+ * last journal flusher round's, at most ~100 ms behind its last write),
+ * as mongod's lastDurable. */
 void cmd_repl_hb_durable(engine_t *e, const repl_set_info_t *in, repl_optime_t *out, int64_t *wall);
 
 /* settings.heartbeatIntervalMillis of cfg (2000 when absent). */

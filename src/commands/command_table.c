@@ -104,6 +104,7 @@ CMD_HANDLER(cmd_repl_set_reconfig);
 CMD_HANDLER(cmd_repl_set_step_down);
 CMD_HANDLER(cmd_repl_set_freeze);
 CMD_HANDLER(cmd_repl_set_heartbeat);
+CMD_HANDLER(cmd_repl_set_update_position);
 CMD_HANDLER(cmd_repl_set_maintenance);
 /* the oplog's: cmd_repl_oplog.c */
 CMD_HANDLER(cmd_repl_set_resize_oplog);
@@ -170,6 +171,7 @@ static const cmd_def_t commands[] = {
 	{"replSetGetConfig", NULL, cmd_repl_set_get_config, CMDF_ADMIN_ONLY, "the replica set's configuration"},
 	{"replSetGetStatus", NULL, cmd_repl_set_get_status, CMDF_ADMIN_ONLY, "the replica set's status"},
 	{"replSetHeartbeat", NULL, cmd_repl_set_heartbeat, CMDF_ADMIN_ONLY, "internal: a member's heartbeat (cmd_repl_heartbeat.c)"},
+	{"replSetUpdatePosition", NULL, cmd_repl_set_update_position, CMDF_ADMIN_ONLY, "internal: a secondary's applied and durable optimes (cmd_repl_heartbeat.c)"},
 	{"replSetGetRBID", NULL, cmd_repl_set_get_rbid, CMDF_ADMIN_ONLY, "the rollback id: it changes with each rollback"},
 	{"replSetInitiate", NULL, cmd_repl_set_initiate, CMDF_ADMIN_ONLY, "initiate the replica set"},
 	{"replSetMaintenance", NULL, cmd_repl_set_maintenance, CMDF_ADMIN_ONLY, "enter or leave maintenance mode"},

@@ -64,6 +64,13 @@ struct repl_oplog {
 	 * scan), under last_lock */
 	pthread_mutex_t last_lock;
 	repl_oplog_optime_t last;
+	/* The newest entry a journal sync made durable (the storage journal
+	 * listener's, mongod's lastDurable on a primary), under last_lock;
+	 * journaled false without a journal.  A rollback's reset bumps
+	 * durable_epoch so a sync whose token predates it reports nothing. */
+	repl_oplog_optime_t durable;
+	uint64_t durable_epoch;
+	bool journaled;
 	/* The visibility point cached: WiredTiger's all_committed moves only
 	 * when a stamped transaction ends, and each end bumps commit_gen (in
 	 * on_end, after the commit or rollback); a reader whose generation is
@@ -1127,6 +1134,56 @@ repl_oplog_last_optime(repl_oplog_t *o)
 	return ot;
 }
 
+/* ---- durability: the storage journal listener --------------------------- */
+
+/* Before a journal sync: the newest committed entry (no holes below it:
+ * repl_oplog_last_optime stops at the visibility point) and the rollback
+ * epoch it belongs to. */
+static void
+journal_token(void *arg, storage_journal_token_t *tok)
+{
+	repl_oplog_t *o = arg;
+	repl_oplog_optime_t ot;
+	uint64_t epoch;
+
+	pthread_mutex_lock(&o->last_lock);
+	epoch = o->durable_epoch;
+	pthread_mutex_unlock(&o->last_lock);
+	ot = repl_oplog_last_optime(o);
+	tok->word[0] = ot.ts;
+	tok->word[1] = (uint64_t)ot.t;
+	tok->word[2] = epoch;
+}
+
+/* After it: the token's entry is on disk (forward only). */
+static void
+journal_durable(void *arg, const storage_journal_token_t *tok)
+{
+	repl_oplog_t *o = arg;
+
+	pthread_mutex_lock(&o->last_lock);
+	if (tok->word[2] == o->durable_epoch && tok->word[0] > o->durable.ts) {
+		o->durable.ts = tok->word[0];
+		o->durable.t = (int64_t)tok->word[1];
+	}
+	pthread_mutex_unlock(&o->last_lock);
+}
+
+repl_oplog_optime_t
+repl_oplog_durable_optime(repl_oplog_t *o)
+{
+	repl_oplog_optime_t ot;
+
+	if (!o->journaled)
+		return repl_oplog_last_optime(o);
+	if (!atomic_load(&o->exists))
+		return REPL_OPLOG_OPTIME_NULL;
+	pthread_mutex_lock(&o->last_lock);
+	ot = o->durable;
+	pthread_mutex_unlock(&o->last_lock);
+	return ot;
+}
+
 /* ---- thread: stable/oldest, truncation ------------------------------------ */
 
 void
@@ -1455,9 +1512,11 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	repl_oplog_t *o;
 	storage_coll_t *c = NULL;
 	storage_op_observer_t obs = {on_write, on_commit, on_end, scan_limit, NULL};
+	storage_journal_listener_t jl = {journal_token, journal_durable, NULL};
 
 	*out = NULL;
 	o = bson_malloc0(sizeof(*o));
+	jl.arg = o;
 	o->st = st;
 	o->clock = clock;
 	if (opts != NULL)
@@ -1503,6 +1562,9 @@ repl_oplog_open(storage_t *st, repl_clock_t *clock, const repl_oplog_options_t *
 	}
 	obs.arg = o;
 	storage_set_op_observer(st, &obs);
+	/* what recovery found is on disk */
+	o->durable = o->last;
+	o->journaled = storage_set_journal_listener(st, &jl);
 	if (pthread_create(&o->thread, NULL, thread_main, o) != 0) {
 		repl_oplog_close(o);
 		return terr_set(err, TERR_INTERNAL_ERROR, "could not start the oplog thread");
@@ -1525,6 +1587,8 @@ repl_oplog_close(repl_oplog_t *o)
 		pthread_join(o->thread, NULL);
 	}
 	storage_set_op_observer(o->st, NULL);
+	if (o->journaled)
+		storage_set_journal_listener(o->st, NULL);
 	coll_set(o, NULL);
 	pthread_mutex_destroy(&o->stamp_lock);
 	pthread_mutex_destroy(&o->ts_lock);
@@ -2107,6 +2171,10 @@ repl_oplog_rollback_reset(repl_oplog_t *o, repl_ts_t to, terr_t *err)
 		}
 		pthread_mutex_lock(&o->last_lock);
 		o->last = last;
+		/* entries past the common point are gone, durable or not */
+		if (o->durable.ts > last.ts)
+			o->durable = last;
+		o->durable_epoch++;
 		pthread_mutex_unlock(&o->last_lock);
 	}
 	pthread_mutex_unlock(&o->ts_lock);

@@ -160,6 +160,14 @@ repl_ts_t repl_oplog_visible(repl_oplog_t *op);
 /* The opTime of the newest entry <= the visibility point ({0, -1} when
  * none): hello's lastWrite.opTime, majorityOpTime on a single node. */
 repl_oplog_optime_t repl_oplog_last_optime(repl_oplog_t *op);
+/* The newest entry a journal sync has made durable (mongod's lastDurable:
+ * the storage journal listener, storage.h, takes repl_oplog_last_optime
+ * before each sync of the journal flusher's ~100 ms rounds or of
+ * storage_journal_sync, and publishes it after): at most
+ * repl_oplog_last_optime, behind it by up to one round.  At open, the
+ * newest entry recovery found; after a rollback's reset, at most its
+ * common point.  Without a journal (in_memory storage) the last optime. */
+repl_oplog_optime_t repl_oplog_durable_optime(repl_oplog_t *op);
 /* Wait until the visibility point reaches ts or timeout_ms passes (a
  * writer's own commit is visible when its storage_txn_commit returns, but
  * older concurrent ones may still be in flight).  Returns true when reached. */

@@ -2288,6 +2288,22 @@ repl_member_local_last_ts(repl_member_t *m)
 	return t;
 }
 
+repl_ts_t
+repl_member_wait_local_moved(repl_member_t *m, repl_ts_t seen, int64_t deadline_us)
+{
+	repl_ts_t t;
+
+	pthread_mutex_lock(&m->lock);
+	/* the applier broadcasts m->cond after each round (wake) */
+	while (m->local_last_ts == seen && !m->stopping && tm_now_us() < deadline_us) {
+		int64_t left_ms = (deadline_us - tm_now_us()) / 1000;
+		cond_wait_ms(m, left_ms < 1 ? 1 : left_ms > 500 ? 500 : (int)left_ms);
+	}
+	t = m->local_last_ts;
+	pthread_mutex_unlock(&m->lock);
+	return t;
+}
+
 int
 repl_member_wait_committed(repl_member_t *m, repl_ts_t ts, int64_t t, int64_t deadline_us)
 {

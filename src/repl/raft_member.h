@@ -160,6 +160,12 @@ repl_ts_t repl_member_committed_ts(repl_member_t *m);
 repl_ts_t repl_member_majority_read_ts(repl_member_t *m);
 /* The newest entry written locally (or applied) by now (0: none). */
 repl_ts_t repl_member_local_last_ts(repl_member_t *m);
+/* Wait until the newest entry written or applied locally is no longer
+ * `seen` (an applier round published entries), m stops, or deadline_us
+ * (tm_now_us's clock) passes; returns that newest entry's ts.  What a
+ * secondary's position reporter waits on (commands/cmd_repl_heartbeat.c's
+ * replSetUpdatePosition), woken by the applier's own broadcast. */
+repl_ts_t repl_member_wait_local_moved(repl_member_t *m, repl_ts_t seen, int64_t deadline_us);
 /*
  * Wait until the entry (ts, t) -- this member's own, written as primary in
  * term t -- is majority-committed: 0; 1 when the deadline (tm_now_us's

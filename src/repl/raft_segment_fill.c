@@ -1,9 +1,13 @@
 /*
- * raft_segment_fill.c -- posix_fallocate() for libraft's segment files:
- * zeros written over a new file's range inside a member's Raft folder,
- * the C library's posix_fallocate for everything else (the reason and the
- * contract: raft_segment_fill.h).  It changes how libraft's files are
- * allocated, never what they hold: a fallocated range reads as zeros too.
+ * raft_segment_fill.c -- the allocation behind tamgad's posix_fallocate()
+ * for libraft's segment files: zeros written over a new file's range
+ * inside a member's Raft folder, the C library's posix_fallocate for
+ * everything else (the reason and the contract: raft_segment_fill.h).  It
+ * changes how libraft's files are allocated, never what they hold: a
+ * fallocated range reads as zeros too.  The definition named
+ * posix_fallocate is not here but in tamgad's executable
+ * (tools/raft_fallocate.c), so a program embedding libtamga keeps the C
+ * library's.
  */
 #include "repl/raft_segment_fill.h"
 
@@ -122,7 +126,7 @@ zero_fill(int fd, off_t offset, off_t len)
 /* The C library's contract (posix_fallocate(3)): 0 or an errno value,
  * errno itself untouched. */
 int
-posix_fallocate(int fd, off_t offset, off_t len)
+repl_raft_segment_fill_fallocate(int fd, off_t offset, off_t len)
 {
 	struct stat st;
 	int saved = errno, rc;
@@ -145,8 +149,18 @@ posix_fallocate(int fd, off_t offset, off_t len)
 	return rc;
 }
 
+static void *fill_interposer;    /* repl_raft_segment_fill_install's */
+
+void
+repl_raft_segment_fill_install(void *fn)
+{
+	__atomic_store_n(&fill_interposer, fn, __ATOMIC_RELEASE);
+}
+
 int
 repl_raft_segment_fill_active(void)
 {
-	return dlsym(RTLD_DEFAULT, "posix_fallocate") == (void *)posix_fallocate;
+	void *fn = __atomic_load_n(&fill_interposer, __ATOMIC_ACQUIRE);
+
+	return fn != NULL && dlsym(RTLD_DEFAULT, "posix_fallocate") == fn;
 }

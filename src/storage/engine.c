@@ -102,6 +102,7 @@ mkdir_p(const char *path)
 }
 
 static void *flusher_main(void *arg);
+static int journal_sync(storage_t *st, WT_SESSION *ws, bool force);
 static void pool_cursors_flush(storage_t *st);
 static storage_session_t *session_wrap(storage_t *st, WT_SESSION *ws);
 
@@ -140,6 +141,7 @@ storage_open(const char *path, const storage_options_t *opts, storage_t **out, t
 	pthread_mutex_init(&st->pool_lock, NULL);
 	pthread_mutex_init(&st->flush_lock, NULL);
 	pthread_cond_init(&st->flush_cond, NULL);
+	pthread_rwlock_init(&st->listener_lock, NULL);
 
 	if (opts->in_memory)
 		config = bson_strdup_printf("create,in_memory=true,cache_size=%s,session_max=" SESSION_MAX,
@@ -198,6 +200,7 @@ err:
 	pthread_mutex_destroy(&st->pool_lock);
 	pthread_mutex_destroy(&st->flush_lock);
 	pthread_cond_destroy(&st->flush_cond);
+	pthread_rwlock_destroy(&st->listener_lock);
 	bson_free(st->path);
 	bson_free(st);
 	return ret;
@@ -246,17 +249,56 @@ flusher_main(void *arg)
 		if (st->stopping)
 			break;
 		pthread_mutex_unlock(&st->flush_lock);
-		if (atomic_exchange(&st->dirty, false))
-			ws->log_flush(ws, "sync=on");
+		journal_sync(st, ws, false);
 		if (++tick % PENDING_DROP_EVERY == 0)
 			retry_pending_drops(st, ws);
 		pthread_mutex_lock(&st->flush_lock);
 	}
 	pthread_mutex_unlock(&st->flush_lock);
-	if (atomic_exchange(&st->dirty, false))
-		ws->log_flush(ws, "sync=on");
+	journal_sync(st, ws, false);
 	ws->close(ws, NULL);
 	return NULL;
+}
+
+/* One journal sync through ws (always when force, else when something was
+ * committed without sync since the last one), the listener told around it.
+ * The token is taken before the dirty flag is read: a transaction the
+ * token names had returned from its commit, which set the flag after
+ * WiredTiger's commit, so either this sync or an earlier one (whose
+ * exchange cleared the flag after that commit) wrote its log record; a
+ * sync=on commit was on disk before it returned.  So a round without a
+ * flush still reports its token durable. */
+static int
+journal_sync(storage_t *st, WT_SESSION *ws, bool force)
+{
+	storage_journal_token_t tok;
+	bool told;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&st->listener_lock);
+	told = st->listener.token != NULL && st->listener.durable != NULL;
+	if (told)
+		st->listener.token(st->listener.arg, &tok);
+	if (atomic_exchange(&st->dirty, false) || force)
+		ret = ws->log_flush(ws, "sync=on");
+	if (ret == 0 && told)
+		st->listener.durable(st->listener.arg, &tok);
+	pthread_rwlock_unlock(&st->listener_lock);
+	return ret;
+}
+
+bool
+storage_set_journal_listener(storage_t *st, const storage_journal_listener_t *l)
+{
+	if (st->in_memory)
+		return false;
+	pthread_rwlock_wrlock(&st->listener_lock);
+	if (l == NULL)
+		memset(&st->listener, 0, sizeof(st->listener));
+	else
+		st->listener = *l;
+	pthread_rwlock_unlock(&st->listener_lock);
+	return true;
 }
 
 int
@@ -266,7 +308,7 @@ storage_journal_sync(storage_session_t *s, terr_t *err)
 
 	if (s->st->in_memory)
 		return 0;
-	ret = s->ws->log_flush(s->ws, "sync=on");
+	ret = journal_sync(s->st, s->ws, true);
 	return ret == 0 ? 0 : storage_wt_err(ret, "log_flush", err);
 }
 
@@ -452,6 +494,7 @@ storage_close(storage_t *st)
 	pthread_mutex_destroy(&st->pool_lock);
 	pthread_mutex_destroy(&st->flush_lock);
 	pthread_cond_destroy(&st->flush_cond);
+	pthread_rwlock_destroy(&st->listener_lock);
 	bson_free(st->path);
 	bson_free(st);
 }

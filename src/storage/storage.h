@@ -62,6 +62,36 @@ void storage_session_close(storage_session_t *s);
  * synced), from any thread, through s (no transaction open on it).  0, or
  * -1 with err (WiredTiger's log_flush). */
 int storage_journal_sync(storage_session_t *s, terr_t *err);
+
+/* ---- the journal listener (mongod's JournalListener) -------------------- */
+
+/*
+ * Who must learn what each journal sync made durable (the oplog: a
+ * primary's durableOpTime).  Around every sync -- the flusher's rounds
+ * every ~100 ms, storage_journal_sync -- storage calls token(arg, &tok)
+ * before the sync and, once the sync succeeded, durable(arg, &tok): what
+ * token named as committed is then on disk.  token must name only
+ * transactions whose storage_txn_commit already returned.  Both run on the
+ * syncing thread without storage's locks but the listener's own, so they
+ * may take sessions from the pool; they must not call
+ * storage_journal_sync nor set the listener.  A storage without a journal
+ * (in_memory) never calls them.
+ */
+typedef struct storage_journal_token {
+	uint64_t word[3];            /* the listener's, opaque to storage */
+} storage_journal_token_t;
+
+typedef struct storage_journal_listener {
+	void (*token)(void *arg, storage_journal_token_t *out);
+	void (*durable)(void *arg, const storage_journal_token_t *tok);
+	void *arg;
+} storage_journal_listener_t;
+
+/* Install (a copy of) l, NULL removes it; returns once no sync uses the
+ * previous one (so its arg may be freed).  False when st has no journal
+ * (in_memory: every commit is as durable as it will be). */
+bool storage_set_journal_listener(storage_t *st, const storage_journal_listener_t *l);
+
 storage_session_t *storage_session_pool_get(storage_t *st, terr_t *err);
 void storage_session_pool_put(storage_t *st, storage_session_t *s);
 

@@ -257,6 +257,10 @@ struct storage {
 	bool stopping;
 	atomic_bool dirty;
 	pending_drop_t *pending;   /* under flush_lock */
+	/* storage_set_journal_listener's: read-held around each sync and its
+	 * two calls, write-held to change it */
+	pthread_rwlock_t listener_lock;
+	storage_journal_listener_t listener;
 
 	/* Bumped before any table is dropped: sessions close their cached
 	 * cursors when they see it move (idle pooled ones are closed by the

@@ -1665,6 +1665,133 @@ test_preimage_expiry(void)
 	bson_free(dir);
 }
 
+/* The storage journal listener: token before each sync, durable after it
+ * with that token; none once removed, none without a journal. */
+typedef struct jl_probe {
+	int tokens, durables;
+	uint64_t next, last_durable;
+} jl_probe_t;
+
+static void
+jl_token(void *arg, storage_journal_token_t *t)
+{
+	jl_probe_t *p = arg;
+	p->tokens++;
+	t->word[0] = ++p->next;
+	t->word[1] = t->word[2] = 0;
+}
+
+static void
+jl_durable(void *arg, const storage_journal_token_t *t)
+{
+	jl_probe_t *p = arg;
+	p->durables++;
+	p->last_durable = t->word[0];
+}
+
+static void
+test_journal_listener(void)
+{
+	char *dir = tt_tmpdir("journal-listener");
+	storage_options_t so = {.create = true}, mem = {.create = true, .in_memory = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	jl_probe_t p = {0};
+	storage_journal_listener_t l = {jl_token, jl_durable, &p};
+	int tokens;
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	TT_ASSERT(storage_set_journal_listener(st, &l));
+	TT_EQ_INT(storage_journal_sync(s, NULL), 0);
+	/* the flusher's rounds may come between: each told in pairs, the
+	 * durable one the token taken before it */
+	TT_ASSERT(p.tokens >= 1 && p.durables == p.tokens && p.last_durable == p.next);
+	usleep(350 * 1000);
+	TT_ASSERT(p.tokens >= 3 && p.durables == p.tokens);   /* idle rounds are told too */
+	TT_ASSERT(storage_set_journal_listener(st, NULL));
+	tokens = p.tokens;
+	TT_EQ_INT(storage_journal_sync(s, NULL), 0);
+	usleep(250 * 1000);
+	TT_EQ_INT(p.tokens, tokens);
+	storage_session_close(s);
+	storage_close(st);
+	tt_rmdir(dir);
+	TT_EQ_INT(storage_open(dir, &mem, &st, NULL), 0);
+	TT_ASSERT(!storage_set_journal_listener(st, &l));
+	storage_close(st);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
+/* repl_oplog_durable_optime (a primary's durableOpTime): behind the last
+ * entry until a journal sync covers it, the last one after
+ * storage_journal_sync, the recovered one after a reopen, capped at a
+ * rollback's common point. */
+static void
+test_durable_optime(void)
+{
+	char *dir = tt_tmpdir("oplog-durable");
+	storage_options_t so = {.create = true};
+	storage_t *st = NULL;
+	storage_session_t *s = NULL;
+	repl_clock_t *clk = repl_clock_new();
+	repl_oplog_t *op = NULL;
+	repl_oplog_options_t oo = {.size_mb = 1};
+	repl_oplog_optime_t at, first = REPL_OPLOG_OPTIME_NULL, d;
+	int lagged = 0;
+	int64_t removed = 0;
+	bson_t *o = sq_json("{'msg': 'durable?'}");
+
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_durable_optime(op).ts, 0);
+	TT_EQ_INT(repl_oplog_create(op, NULL, NULL, NULL, NULL), 0);
+	TT_EQ_INT(storage_session_open(st, &s, NULL), 0);
+	/* 20 writes in a row, far faster than the flusher's 100 ms rounds:
+	 * the durable optime is behind right after most of them, never ahead */
+	for (int k = 0; k < 20; k++) {
+		TT_EQ_INT(repl_oplog_noop(op, s, o, &at, NULL), 0);
+		if (k == 0)
+			first = at;
+		d = repl_oplog_durable_optime(op);
+		TT_ASSERT(d.ts <= repl_oplog_last_optime(op).ts);
+		lagged += d.ts < at.ts;
+	}
+	TT_ASSERT(lagged >= 10);
+	TT_EQ_INT(storage_journal_sync(s, NULL), 0);
+	d = repl_oplog_durable_optime(op);
+	TT_ASSERT(d.ts == at.ts && d.t == at.t);
+	/* the flusher alone catches up within a few rounds */
+	TT_EQ_INT(repl_oplog_noop(op, s, o, &at, NULL), 0);
+	for (int k = 0; k < 50 && repl_oplog_durable_optime(op).ts < at.ts; k++)
+		usleep(20 * 1000);
+	TT_EQ_INT(repl_oplog_durable_optime(op).ts, at.ts);
+	/* a rollback's reset: not past the common point */
+	storage_session_set_unobserved(s, true);
+	TT_EQ_INT(storage_txn_begin(s, NULL), 0);
+	TT_EQ_INT(repl_oplog_remove_after(op, s, first.ts, &removed, NULL), 0);
+	TT_EQ_INT(storage_txn_commit(s, true, NULL), 0);
+	storage_session_set_unobserved(s, false);
+	TT_ASSERT(removed >= 20);
+	TT_EQ_INT(repl_oplog_rollback_reset(op, first.ts, NULL), 0);
+	TT_EQ_INT(repl_oplog_durable_optime(op).ts, first.ts);
+	storage_session_close(s);
+	repl_oplog_close(op);
+	storage_close(st);
+	/* reopened: what recovery found is durable */
+	TT_EQ_INT(storage_open(dir, &so, &st, NULL), 0);
+	TT_EQ_INT(repl_oplog_open(st, clk, &oo, &op, NULL), 0);
+	TT_EQ_INT(repl_oplog_durable_optime(op).ts, repl_oplog_last_optime(op).ts);
+	TT_ASSERT(repl_oplog_durable_optime(op).ts >= first.ts);
+	repl_oplog_close(op);
+	storage_close(st);
+	bson_destroy(o);
+	repl_clock_free(clk);
+	tt_rmdir(dir);
+	bson_free(dir);
+}
+
 /* repl_oplog_txn_split: by bytes, by count, an oversized operation alone */
 static void
 test_txn_split(void)
@@ -1721,6 +1848,8 @@ main(void)
 	TT_RUN(test_restart_resumes_clock);
 	TT_RUN(test_kill9_agree);
 	TT_RUN(test_periodic_noop);
+	TT_RUN(test_journal_listener);
+	TT_RUN(test_durable_optime);
 	TT_RUN(test_cluster_params);
 	TT_RUN(test_preimage_expiry);
 	TT_RUN(test_txn_split);

@@ -1099,6 +1099,85 @@ test_heartbeat_args(void)
 	bson_free(sdir);
 }
 
+/* replSetUpdatePosition's arguments and refusals, as mongod's
+ * UpdatePositionArgs::initialize and TopologyCoordinator::setLastOptime
+ * (src/commands/cmd_repl_heartbeat.c), on a one-member set (member 0). */
+#define UP_OT "{\"ts\": {\"$timestamp\": {\"t\": 5, \"i\": 1}}, \"t\": 1}"
+#define UP_WALL "{\"$date\": 5000}"
+#define UP_ENTRY(extra) "{\"appliedOpTime\": " UP_OT ", \"appliedWallTime\": " UP_WALL ", \"durableOpTime\": " UP_OT \
+	", \"durableWallTime\": " UP_WALL extra "}"
+
+static void
+test_update_position_args(void)
+{
+	char *dir = tt_tmpdir("rsup"), *sdir = tt_tmpdir("rsups");
+	engine_t *e = open_engine(dir, "rs0", false), *s = open_engine(sdir, NULL, false);
+	char msg[300];
+	bson_t *r;
+	bson_iter_t it;
+	int rc;
+
+	TT_EQ_INT(hb_code(s, "{\"replSetUpdatePosition\": 1, \"optimes\": []}", msg, sizeof(msg)), 76);
+	TT_EQ_STR(msg, "not running with --replSet");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": []}", msg, sizeof(msg)), 94);
+	TT_EQ_STR(msg, "no replset config has been received");
+	r = run(e, "admin", "{\"replSetInitiate\": {}}", &rc);
+	TT_EQ_INT(rc, 0);
+	bson_destroy(r);
+	/* the arguments, in mongod's order */
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1}", msg, sizeof(msg)), 4);
+	TT_EQ_STR(msg, "Missing expected field \"optimes\"");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": 1}", msg, sizeof(msg)), 14);
+	TT_EQ_STR(msg, "\"optimes\" had the wrong type. Expected array, found int");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [{\"durableOpTime\": " UP_OT "}]}", msg,
+	    sizeof(msg)), 4);
+	TT_EQ_STR(msg, "Missing expected field \"appliedOpTime\"");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [{\"appliedOpTime\": 3}]}", msg, sizeof(msg)), 14);
+	TT_EQ_STR(msg, "\"appliedOpTime\" had the wrong type. Expected object, found int");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [{\"appliedOpTime\": " UP_OT "}]}", msg,
+	    sizeof(msg)), 4);
+	TT_EQ_STR(msg, "Missing expected field \"appliedWallTime\"");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [{\"appliedOpTime\": " UP_OT ", \"appliedWallTime\": "
+	    UP_WALL ", \"durableOpTime\": " UP_OT ", \"durableWallTime\": \"x\"}]}", msg, sizeof(msg)), 14);
+	TT_EQ_STR(msg, "\"durableWallTime\" had the wrong type. Expected date, found string");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [" UP_ENTRY(", \"cfgver\": \"1\", \"memberId\": 0")
+	    "]}", msg, sizeof(msg)), 14);
+	/* the member checks: no memberId (-1), an unknown one, another
+	 * configuration version (its own in the reply) */
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [" UP_ENTRY(", \"cfgver\": 1") "]}", msg,
+	    sizeof(msg)), 74);
+	TT_EQ_STR(msg, "Received replSetUpdatePosition for node with memberId -1 which is negative and therefore invalid");
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [" UP_ENTRY(", \"cfgver\": 1, \"memberId\": 5")
+	    "]}", msg, sizeof(msg)), 74);
+	TT_EQ_STR(msg, "Received replSetUpdatePosition for node with memberId 5 which doesn't exist in our config");
+	r = run(e, "admin", "{\"replSetUpdatePosition\": 1, \"optimes\": [" UP_ENTRY(", \"cfgver\": 7, \"memberId\": 5")
+	    "]}", &rc);
+	TT_EQ_INT(rc, 93);
+	TT_EQ_STR(tt_get_str(r, "errmsg"), "Received replSetUpdatePosition for node with memberId 5 whose config version "
+	    "of 7 doesn't match our config version of 1");
+	TT_EQ_INT(tt_get_i64(r, "configVersion"), 1);
+	bson_destroy(r);
+	/* this member's own position is never taken from another; a
+	 * handshake is accepted and ignored */
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"optimes\": [" UP_ENTRY(", \"cfgver\": 1, \"memberId\": 0")
+	    "]}", msg, sizeof(msg)), 0);
+	TT_EQ_INT(hb_code(e, "{\"replSetUpdatePosition\": 1, \"handshake\": {}}", msg, sizeof(msg)), 0);
+	r = run(e, "admin", "{\"serverStatus\": 1, \"repl\": 1}", &rc);
+	TT_ASSERT(tt_get(r, "repl.replicationProgress.0.lastAppliedOpTime.ts", &it) && BSON_ITER_HOLDS_TIMESTAMP(&it));
+	{
+		uint32_t t, i;
+		bson_iter_timestamp(&it, &t, &i);
+		TT_ASSERT(t != 5);   /* its own, not the request's */
+	}
+	bson_destroy(r);
+	engine_close(e);
+	engine_close(s);
+	tt_rmdir(dir);
+	tt_rmdir(sdir);
+	bson_free(dir);
+	bson_free(sdir);
+}
+
 int
 main(void)
 {
@@ -1111,5 +1190,6 @@ main(void)
 	TT_RUN(test_cluster_time_signed);
 	TT_RUN(test_single_on_raft);
 	TT_RUN(test_heartbeat_args);
+	TT_RUN(test_update_position_args);
 	return tt_finish();
 }

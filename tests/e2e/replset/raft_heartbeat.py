@@ -16,7 +16,13 @@ heartbeatIntervalMillis 500 and heartbeatTimeoutSecs 3:
     SECONDARY with health 1 again;
   - replSetHeartbeat itself: a heartbeat of another set name answers 108,
     one claiming this member's _id 2, a missing field 4, as mongod;
-  - rs.status() through mongosh when it is given (its members' stateStr).
+  - rs.status() through mongosh when it is given (its members' stateStr);
+  - the primary's durableOpTime (heartbeat, rs.status()) is its journaled
+    last write while the commit point is held back (both secondaries
+    paused), as mongod's lastDurable -- not the commit point;
+  - a cluster time gossiped into the primary reaches a secondary by
+    heartbeat replies, so an afterClusterTime read up to it waits there
+    (until an entry that recent is applied) instead of answering 72.
 
 usage: raft_heartbeat.py path/to/tamgad [path/to/mongosh]
 """
@@ -24,9 +30,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
+from bson import Int64, Timestamp
+
 from pymongo.errors import OperationFailure
+from pymongo.write_concern import WriteConcern
 
 sys.path.insert(0, os.path.dirname(__file__))
 from raft_cluster import Cluster, wait_state  # noqa: E402
@@ -182,7 +192,116 @@ def main():
             got = {n: (s, h) for n, s, h in json.loads(out.stdout.strip().splitlines()[-1])}
             check(got[p.host] == ("PRIMARY", 1) and got[s2.host] == ("SECONDARY", 1) and
                   got[s1.host] == ("SECONDARY", 1), "mongosh rs.status(): %r" % got)
+
+        primary_durable(cl, hb)
+        secondary_cluster_time(cl)
     print("raft_heartbeat: %d checks passed in %.1fs" % (checks, time.time() - t0))
+
+
+def primary_durable(cl, hb):
+    """A primary's durableOpTime is the newest write its journal holds
+    (mongod's lastDurable, from the journal flusher's rounds), not the
+    commit point: with both secondaries paused a w: 1 write cannot commit,
+    yet within a flusher round the primary's heartbeat answer and
+    rs.status() call it durable.  Done before the primary steps down for
+    want of a majority (election timeout 2 s); tried again if it did."""
+    for attempt in range(3):
+        got = r = None
+        p = cl.wait_primary(30)
+        secs = [m for m in cl.members if m is not p]
+        for m in secs:
+            check(wait_state(m, (2,), timeout=60) == 2, "%s SECONDARY" % m.host)
+        for m in secs:
+            m.pause()
+        try:
+            with p.client(serverSelectionTimeoutMS=2000) as c:
+                # w: 1 (the set's default is majority, which cannot be met)
+                c.test.get_collection("hb", write_concern=WriteConcern(w=1)).insert_one({"_id": "durable-%d" % attempt})
+                ts = c.local.oplog.rs.find_one(sort=[("$natural", -1)])["ts"]
+                deadline = time.time() + 1.5
+                while time.time() < deadline:
+                    r = c.admin.command(dict(hb))
+                    st = c.admin.command("replSetGetStatus")
+                    if r["state"] != 1:
+                        break
+                    if r["durableOpTime"]["ts"] >= ts:
+                        got = (r, st)
+                        break
+                    time.sleep(0.05)
+        except (OperationFailure, Exception) as e:  # stepped down under load: again
+            print("primary_durable attempt %d: %s" % (attempt, e))
+        finally:
+            for m in secs:
+                m.resume()
+        if got is None:
+            print("primary_durable attempt %d: %r" % (attempt, r), file=sys.stderr)
+            time.sleep(3)
+            continue
+        r, st = got
+        check(r["durableOpTime"]["ts"] == ts and r["opTime"]["ts"] == ts,
+              "the heartbeat's durableOpTime is the journaled write: %r, %r" % (r, ts))
+        check(r["durableWallTime"] is not None, "durableWallTime: %r" % r)
+        check(st["optimes"]["lastCommittedOpTime"]["ts"] < ts,
+              "the commit point stayed behind: %r" % st["optimes"])
+        check(st["optimes"]["durableOpTime"]["ts"] == ts, "rs.status() optimes.durableOpTime: %r" % st["optimes"])
+        return
+    raise AssertionError("3 tries: the primary stepped down, or its durableOpTime never reached its w: 1 write "
+                         "(see the attempts above)")
+
+
+def secondary_cluster_time(cl):
+    """A secondary learns the primary's cluster time from heartbeat replies
+    (mongod: VectorClockMetadataHook on the replication executor's replies),
+    not only from what it applied: a time gossiped into the primary alone
+    reaches the secondary within a few heartbeat intervals, and an
+    afterClusterTime read up to it -- sent without any $clusterTime past the
+    secondary's -- waits for an entry that recent instead of answering 72
+    (mongod's InvalidOptions check is against the member's own clock)."""
+    p = cl.wait_primary(30)
+    s = [m for m in cl.members if m is not p][0]
+    check(wait_state(s, (2,), timeout=60) == 2, "%s SECONDARY" % s.host)
+    with p.client() as c:
+        # a write first: the primary's periodic no-op (after 10 s idle) must
+        # not come during the case -- an entry past the gossiped time would
+        # move the secondary's clock by itself
+        c.test.get_collection("hb", write_concern=WriteConcern(w="majority")).insert_one({"_id": "before-gossip"})
+        now = c.admin.command("ping")["$clusterTime"]["clusterTime"]
+        ahead = Timestamp(now.time + 5, 1)
+        with c.start_session() as sess:
+            sess.advance_cluster_time({"clusterTime": ahead,
+                                       "signature": {"hash": b"\0" * 20, "keyId": Int64(0)}})
+            c.admin.command("ping", session=sess)
+        check(c.admin.command("ping")["$clusterTime"]["clusterTime"] >= ahead, "the primary took the gossip")
+    deadline, seen, applied = time.time() + 5, None, None
+    while time.time() < deadline:
+        with s.client() as c:
+            seen = c.admin.command("ping")["$clusterTime"]["clusterTime"]
+            applied = c.admin.command("replSetGetStatus")["optimes"]["appliedOpTime"]["ts"]
+        if seen >= ahead:
+            break
+        time.sleep(0.1)
+    check(seen is not None and seen >= ahead, "the secondary's clock reached the primary's by heartbeats: %r < %r"
+          % (seen, ahead))
+    check(applied < ahead, "before it applied anything that recent: %r" % applied)
+    got = {}
+
+    def read():
+        try:
+            with s.client() as c:
+                got["r"] = c.test.command("find", "hb", filter={"_id": "after-gossip"},
+                                          readConcern={"afterClusterTime": ahead}, maxTimeMS=20000)
+        except OperationFailure as e:
+            got["e"] = e
+
+    t = threading.Thread(target=read)
+    t.start()
+    time.sleep(1)
+    check(t.is_alive(), "the read waits for an entry at the gossiped time: %r" % got)
+    with p.client() as c:
+        c.test.get_collection("hb", write_concern=WriteConcern(w=1)).insert_one({"_id": "after-gossip"})
+    t.join(30)
+    check("e" not in got and [d["_id"] for d in got["r"]["cursor"]["firstBatch"]] == ["after-gossip"],
+          "the waiting read answers with the write: %r" % got)
 
 
 def by_id(m, cl):
