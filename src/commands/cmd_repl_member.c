@@ -126,7 +126,8 @@ member_channels_check(engine_t *e, terr_t *err)
 }
 
 static int
-member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_floor, terr_t *err)
+member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_floor, uint64_t vote_floor_index,
+             terr_t *err)
 {
 	repl_member_peer_t *peers = NULL;
 	repl_member_options_t o;
@@ -164,6 +165,7 @@ member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_fl
 	o.on_config_arg = e;
 	o.force_config = force_config;
 	o.vote_floor = vote_floor;
+	o.vote_floor_index = vote_floor_index;
 	if (force_config) {
 		/* the term jumps as the forced configuration's version does: past
 		 * any term the members it leaves out reached by elections of
@@ -220,7 +222,7 @@ cmd_repl_member_on_self_host(engine_t *e)
 		bson_destroy(&cfg);
 		return;
 	}
-	if (member_start(e, &cfg, false, 0, &err) != 0) {
+	if (member_start(e, &cfg, false, 0, 0, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
@@ -340,7 +342,7 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
 		ret = repl_rejoin_reset_raft_dir(e->raft_dir, err);
 	if (ret == 0)
-		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, 0, err);
+		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, 0, 0, err);
 	pthread_mutex_unlock(&swap_mu);
 	return ret;
 }
@@ -457,15 +459,15 @@ cmd_repl_member_join_veto(const char *host, const terr_t *je, int64_t version, t
 	return true;
 }
 
-/* This node joins the set of cfg (a completed configuration); vote_floor:
- * see repl_member_options_t (0: none). */
+/* This node joins the set of cfg (a completed configuration); vote_floor,
+ * vote_floor_index: see repl_member_options_t (0: none). */
 static int
-join_self(engine_t *e, const bson_t *cfg, uint64_t vote_floor, terr_t *err)
+join_self(engine_t *e, const bson_t *cfg, uint64_t vote_floor, uint64_t vote_floor_index, terr_t *err)
 {
 	RET(repl_set_store_config(e->rs, cfg, err));
 	RET(repl_oplog_create(e->oplog, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, err));
 	cmd_repl_watch_start(e);
-	return member_start(e, cfg, false, vote_floor, err);
+	return member_start(e, cfg, false, vote_floor, vote_floor_index, err);
 }
 
 int
@@ -506,7 +508,7 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 		}
 	}
 	if (ret == 0)
-		ret = join_self(e, full, 0, err);
+		ret = join_self(e, full, 0, 0, err);
 	bson_free(peers);
 	bson_destroy(full);
 	return ret;
@@ -569,12 +571,12 @@ readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
 
 CMD_HANDLER(cmd_tamga_repl_set_join)
 {
-	static const char *const fields[] = {"dryRun", "term", NULL};
+	static const char *const fields[] = {"dryRun", "term", "raftIndex", NULL};
 	engine_t *e = c->engine;
 	bson_t cfg;
 	bson_iter_t it;
-	bool dry = false, found, rejoin = false;
-	int64_t term = 0;
+	bool dry = false, found, rejoin = false, have_index = false;
+	int64_t term = 0, raft_index = 0;
 	const uint8_t *d;
 	uint32_t l;
 
@@ -586,6 +588,11 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	RET(cmd_get_int64(c, "term", &term, &rejoin, err));
 	if (rejoin && term < 1)
 		return terr_set(err, TERR_BAD_VALUE, "term must be positive");
+	/* raftIndex: the primary's last Raft log index once this node answered
+	 * the dry run; it votes only once its own log reaches it */
+	RET(cmd_get_int64(c, "raftIndex", &raft_index, &have_index, err));
+	if (have_index && (!rejoin || raft_index < 0))
+		return terr_set(err, TERR_BAD_VALUE, "raftIndex must be non-negative and come with a term");
 	if (e->rs == NULL)
 		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "This node was not started with replication enabled.");
 	if (!BSON_ITER_HOLDS_DOCUMENT(&c->first))
@@ -627,7 +634,7 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	}
 	if (dry)
 		return 0;
-	return join_self(e, &cfg, rejoin ? repl_raft_vote_floor_for((uint64_t)term) : 0, err);
+	return join_self(e, &cfg, rejoin ? repl_raft_vote_floor_for((uint64_t)term) : 0, (uint64_t)raft_index, err);
 }
 
 /*

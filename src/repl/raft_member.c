@@ -183,15 +183,18 @@ struct repl_member {
 	uint64_t lead_term;           /* loop: the term this member last led in */
 	int64_t lead_since_ms;        /* loop: when it first saw itself lead lead_term (wall) */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
-	/* a wiped member's vote floor (raft_vote_floor.h; 0: none): no vote
-	 * and no candidacy in a term <= it; the loop thread's, set before */
-	uint64_t vote_floor;
+	/* a wiped member's vote floor (raft_vote_floor.h; {0, 0}: none): no
+	 * vote and no candidacy in a term <= its term, nor before its log
+	 * reaches its index; the loop thread's, set before (the index part
+	 * dropped by the loop thread once reached: floor_check) */
+	repl_vote_floor_t vote_floor;
 	uint64_t vote_floor_logged;   /* loop: the last term whose refusal was logged */
+	bool vote_floor_short_logged; /* loop: a refusal for the short log was logged */
 	/* the leader's: the vote floor of each member its rejoin thread handed
 	 * the configuration to (m->lock): no transfer to one whose candidacy
-	 * would be of a term <= its floor (it would not stand: the transfer
-	 * fails) */
-	struct { raft_id id; uint64_t floor; } peer_floor[REPL_MAX_MEMBERS];
+	 * would be of a term <= its floor, or whose match index is below the
+	 * index part (it would not stand: the transfer fails) */
+	struct { raft_id id; uint64_t floor, index; } peer_floor[REPL_MAX_MEMBERS];
 	int npeer_floor;
 };
 
@@ -206,6 +209,8 @@ struct repl_member {
 #define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
 
 static raft_id transfer_pick_locked(repl_member_t *m);
+static bool floor_log_held(repl_member_t *m);
+static void floor_check(repl_member_t *m);
 
 static int64_t
 wall_ms(void)
@@ -820,9 +825,11 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
 	v.electable = !m->no_lead && m->busy_state == 0 && m->frozen_until_ms <= now;
-	/* a wiped member stands in no election of a term <= its vote floor:
-	 * it asks for the leadership once the set's term has passed it */
-	if (m->vote_floor > 0 && m->raft.current_term + 1 <= m->vote_floor)
+	/* a wiped member stands in no election of a term <= its vote floor,
+	 * nor before its log holds what it held before the wipe: it asks for
+	 * the leadership once the set's term has passed it and its log is
+	 * back */
+	if (m->raft.current_term + 1 <= m->vote_floor.term || !floor_log_held(m))
 		v.electable = false;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		if (m->raft.configuration.servers[k].id == self && m->raft.configuration.servers[k].role != RAFT_VOTER)
@@ -839,14 +846,26 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 }
 
 /* Whether the member of Raft id `id` was handed the configuration by this
- * leader with a vote floor its candidacy (of this term + 1) would not pass
- * (m->lock, loop thread). */
+ * leader with a vote floor its candidacy (of this term + 1) would not pass:
+ * the term part, or the index part while its match index (this leader's
+ * view of its log) is below it (m->lock, loop thread). */
 static bool
 peer_floored_locked(repl_member_t *m, raft_id id)
 {
-	for (int i = 0; i < m->npeer_floor; i++)
-		if (m->peer_floor[i].id == id)
-			return m->peer_floor[i].floor >= m->raft.current_term + 1;
+	for (int i = 0; i < m->npeer_floor; i++) {
+		if (m->peer_floor[i].id != id)
+			continue;
+		if (m->peer_floor[i].floor >= m->raft.current_term + 1)
+			return true;
+		if (m->peer_floor[i].index == 0)
+			return false;
+		if (raft_state(&m->raft) != RAFT_LEADER || m->raft.leader_state.progress == NULL)
+			return true;
+		for (unsigned k = 0; k < m->raft.configuration.n; k++)
+			if (m->raft.configuration.servers[k].id == id)
+				return m->raft.leader_state.progress[k].match_index < m->peer_floor[i].index;
+		return true;
+	}
 	return false;
 }
 
@@ -950,6 +969,7 @@ on_watch(uv_timer_t *t)
 	int64_t now = wall_ms();
 	bool frozen;
 
+	floor_check(m);
 	raft_leader(&m->raft, &lid, &laddr);
 	pthread_mutex_lock(&m->lock);
 	m->leader_index = -1;
@@ -1130,26 +1150,77 @@ from_stranger(const struct raft *r, const struct raft_message *msg)
 }
 
 static void vote_seen(repl_member_t *m, const struct raft_request_vote *rv);
+static void vote_floor_record(repl_member_t *m, const struct raft_message *msg);
 
-/* A vote request of a term at or below this wiped member's vote floor,
- * refused (received: dropped; sent as a candidate: not sent), logged once
- * per term (loop thread). */
+/* Whether this member's Raft log holds what it held before its wipe (the
+ * vote floor's index part: raft_vote_floor.h); loop thread. */
+static bool
+floor_log_held(repl_member_t *m)
+{
+	return m->vote_floor.index == 0 ||
+	    repl_raft_vote_floor_log_held(&m->vote_floor, raft_last_index(&m->raft), repl_raft_last_term(&m->raft));
+}
+
+/* The index part reached: dropped, in the file first (a failure to write
+ * keeps it, tried again at the next watch tick) -- loop thread. */
+static void
+floor_check(repl_member_t *m)
+{
+	terr_t err = TERR_INIT;
+	bson_t attr;
+
+	if (m->vote_floor.index == 0 || !floor_log_held(m))
+		return;
+	bson_init(&attr);
+	BSON_APPEND_INT64(&attr, "voteFloorIndex", (int64_t)m->vote_floor.index);
+	BSON_APPEND_INT64(&attr, "lastIndex", (int64_t)raft_last_index(&m->raft));
+	BSON_APPEND_INT64(&attr, "lastTerm", (int64_t)repl_raft_last_term(&m->raft));
+	if (repl_raft_vote_floor_clear_index(m->dir, &err) != 0) {
+		BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
+		tlog('W', "ELECTION", 5000294, "could not store that this member's log holds what it held before its "
+		    "data was wiped", &attr);
+		terr_clear(&err);
+	} else {
+		m->vote_floor.index = 0;
+		tlog('I', "ELECTION", 5000293, "this member's Raft log holds what it held before its data was wiped: it "
+		    "votes again", &attr);
+	}
+	bson_destroy(&attr);
+}
+
+/* A vote request the wiped member's vote floor refuses (received:
+ * dropped; sent as a candidate: not sent), logged once per term and once
+ * for the short log (loop thread): a term at or below the floor, or a log
+ * short of the index part (raft_vote_floor.h). */
 static void
 vote_floor_log(repl_member_t *m, uint64_t term, const char *addr, bool own)
 {
+	bool by_term = term <= m->vote_floor.term;
 	bson_t attr;
 
-	if (m->vote_floor_logged == term)
+	if (by_term ? m->vote_floor_logged == term : m->vote_floor_short_logged)
 		return;
-	m->vote_floor_logged = term;
+	if (by_term)
+		m->vote_floor_logged = term;
+	else
+		m->vote_floor_short_logged = true;
 	bson_init(&attr);
 	BSON_APPEND_INT64(&attr, "term", (int64_t)term);
-	BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+	BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor.term);
+	if (!by_term) {
+		BSON_APPEND_INT64(&attr, "voteFloorIndex", (int64_t)m->vote_floor.index);
+		BSON_APPEND_INT64(&attr, "lastIndex", (int64_t)raft_last_index(&m->raft));
+	}
 	if (addr != NULL)
 		BSON_APPEND_UTF8(&attr, own ? "to" : "candidate", addr);
-	tlog('I', "ELECTION", own ? 5000291 : 5000290, own ?
-	    "not standing in an election of a term this member may have voted in before its data was wiped" :
-	    "refused a vote in a term this member may have voted in before its data was wiped", &attr);
+	if (by_term)
+		tlog('I', "ELECTION", own ? 5000291 : 5000290, own ?
+		    "not standing in an election of a term this member may have voted in before its data was wiped" :
+		    "refused a vote in a term this member may have voted in before its data was wiped", &attr);
+	else
+		tlog('I', "ELECTION", own ? 5000298 : 5000297, own ?
+		    "not standing in an election before this member's log holds what it held before its data was wiped" :
+		    "refused a vote before this member's log holds what it held before its data was wiped", &attr);
 	bson_destroy(&attr);
 }
 
@@ -1193,8 +1264,10 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		drop_message(msg);
 		return;
 	}
-	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+	if (msg->type == RAFT_IO_REQUEST_VOTE &&
+	    repl_raft_vote_floor_blocks(&m->vote_floor, floor_log_held(m), msg)) {
 		vote_floor_log(m, msg->request_vote.term, msg->server_address, false);
+		vote_floor_record(m, msg);
 		return;   /* no payload to free */
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE)
@@ -1293,24 +1366,17 @@ vote_seen(repl_member_t *m, const struct raft_request_vote *rv)
 	m->vote_candidate = rv->candidate_id;
 }
 
-/* libraft answers the pending vote request (loop thread): recorded as
- * mongod's electionParticipantMetrics. */
+/* A real vote this member answered (loop thread), recorded as mongod's
+ * electionParticipantMetrics (mongod records every vote that is not a dry
+ * run, granted or not): v's granted, term, candidate_id and reason set. */
 static void
-vote_answered(repl_member_t *m, const struct raft_message *msg)
+vote_record(repl_member_t *m, repl_election_vote_t *v_)
 {
-	repl_election_vote_t v = {0};
+	repl_election_vote_t v = *v_;
 	repl_set_info_t in;
 	repl_ts_t applied;
 
-	if (m->vote_candidate == 0 || msg->server_id != m->vote_candidate ||
-	    msg->request_vote_result.pre_vote == raft_tribool_true)
-		return;
-	m->vote_candidate = 0;
-	v.granted = msg->request_vote_result.vote_granted;
-	v.term = (int64_t)m->vote_seen.req_term;
 	v.date_ms = wall_ms();
-	v.candidate_id = (int32_t)(msg->server_id - 1);
-	repl_election_vote_reason(&m->vote_seen, v.granted, v.reason, sizeof(v.reason));
 	repl_set_info(m->o.rs, &in);
 	applied = REPL_TS(in.last_applied.secs, in.last_applied.inc);
 	v.applied_ts = applied;
@@ -1333,6 +1399,45 @@ vote_answered(repl_member_t *m, const struct raft_message *msg)
 	v.priority = m->o.self_index >= 0 && m->o.self_index < m->o.npeers ? m->peers[m->o.self_index].priority : 0;
 	pthread_mutex_unlock(&m->lock);
 	repl_election_vote_record(&v);
+}
+
+/* libraft answers the pending vote request (loop thread). */
+static void
+vote_answered(repl_member_t *m, const struct raft_message *msg)
+{
+	repl_election_vote_t v = {0};
+
+	if (m->vote_candidate == 0 || msg->server_id != m->vote_candidate ||
+	    msg->request_vote_result.pre_vote == raft_tribool_true)
+		return;
+	m->vote_candidate = 0;
+	v.granted = msg->request_vote_result.vote_granted;
+	v.term = (int64_t)m->vote_seen.req_term;
+	v.candidate_id = (int32_t)(msg->server_id - 1);
+	repl_election_vote_reason(&m->vote_seen, v.granted, v.reason, sizeof(v.reason));
+	vote_record(m, &v);
+}
+
+/* A real vote request the vote floor refused (fault_recv, loop thread):
+ * not granted, with the floor's reason. */
+static void
+vote_floor_record(repl_member_t *m, const struct raft_message *msg)
+{
+	repl_election_vote_t v = {0};
+
+	v.granted = false;
+	v.term = (int64_t)msg->request_vote.term;
+	v.candidate_id = (int32_t)(msg->server_id - 1);
+	if (msg->request_vote.term <= m->vote_floor.term)
+		snprintf(v.reason, sizeof(v.reason),
+		    "this member's data was wiped and it may have voted in term (%llu) before: it votes only past term "
+		    "(%llu)", (unsigned long long)msg->request_vote.term, (unsigned long long)m->vote_floor.term);
+	else
+		snprintf(v.reason, sizeof(v.reason),
+		    "this member's data was wiped and its Raft log (last entry %llu) does not yet hold what it held "
+		    "before: it votes once its log reaches entry %llu", (unsigned long long)raft_last_index(&m->raft),
+		    (unsigned long long)m->vote_floor.index);
+	vote_record(m, &v);
 }
 
 static int
@@ -1360,7 +1465,8 @@ guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_mes
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE_RESULT)
 		vote_answered(m, msg);
-	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+	if (msg->type == RAFT_IO_REQUEST_VOTE &&
+	    repl_raft_vote_floor_blocks(&m->vote_floor, floor_log_held(m), msg)) {
 		/* as lost on the network: the candidacy of that term fails */
 		vote_floor_log(m, msg->request_vote.term, msg->server_address, true);
 		return RAFT_NOCONNECTION;
@@ -2140,18 +2246,19 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	}
 	/* a wiped member handed the configuration: its vote floor stored before
 	 * Raft runs; any member: the stored one (a restart within the window) */
-	if (repl_raft_vote_floor_raise(m->dir, o->vote_floor, err) != 0 ||
+	if (repl_raft_vote_floor_raise(m->dir, &(repl_vote_floor_t){o->vote_floor, o->vote_floor_index}, err) != 0 ||
 	    repl_raft_vote_floor_load(m->dir, &m->vote_floor, err) != 0) {
 		bson_free(m->peers);
 		bson_free(m->dir);
 		bson_free(m);
 		return -1;
 	}
-	if (m->vote_floor > 0) {
+	if (m->vote_floor.term > 0 || m->vote_floor.index > 0) {
 		bson_t attr = BSON_INITIALIZER;
-		BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+		BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor.term);
+		BSON_APPEND_INT64(&attr, "voteFloorIndex", (int64_t)m->vote_floor.index);
 		tlog('I', "ELECTION", 5000292, "this member lost its vote memory with its data: it votes and stands only in "
-		    "terms past its vote floor", &attr);
+		    "terms past its vote floor, once its Raft log reaches the index part", &attr);
 		bson_destroy(&attr);
 	}
 	/* libraft's segments written over zeros, not fallocated space: each
@@ -2190,7 +2297,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 }
 
 void
-repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor)
+repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor, uint64_t index)
 {
 	raft_id id = (raft_id)(member_id + 1);
 	int i;
@@ -2202,10 +2309,43 @@ repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor)
 		m->peer_floor[i].id = id;
 		if (i == m->npeer_floor || floor > m->peer_floor[i].floor)
 			m->peer_floor[i].floor = floor;
+		if (i == m->npeer_floor || index > m->peer_floor[i].index)
+			m->peer_floor[i].index = index;
 		if (i == m->npeer_floor)
 			m->npeer_floor++;
 	}
 	pthread_mutex_unlock(&m->lock);
+}
+
+typedef struct lead_point {
+	repl_member_t *m;
+	uint64_t term, last_index;
+	bool leads;
+} lead_point_t;
+
+static void
+lead_point_read(struct raft *r, void *arg)
+{
+	lead_point_t *p = arg;
+
+	p->leads = raft_state(r) == RAFT_LEADER;
+	p->term = r->current_term;
+	p->last_index = raft_last_index(r);
+	pthread_mutex_lock(&p->m->lock);
+	p->leads = p->leads && p->m->primary;
+	pthread_mutex_unlock(&p->m->lock);
+}
+
+int
+repl_member_lead_point(repl_member_t *m, uint64_t *term, uint64_t *last_index, int64_t deadline_us)
+{
+	lead_point_t p = {m, 0, 0, false};
+
+	if (m == NULL || repl_member_on_loop(m, lead_point_read, &p, deadline_us) != 0 || !p.leads)
+		return -1;
+	*term = p.term;
+	*last_index = p.last_index;
+	return 0;
 }
 
 void
