@@ -1075,7 +1075,12 @@ on_watch(uv_timer_t *t)
  * the members' wire-protocol hosts) is dropped as the network would drop it.
  * Each side naming the other is a partition between them; one side alone a
  * one-way one.  Messages go out on the sender's own connection, so the
- * sender's Raft address in the message is the one the peer declared.
+ * sender's Raft address in the message is the one the peer declared.  With
+ * `stripEntries: true` the messages are not dropped but an AppendEntries
+ * arrives without its entries (a snapshot is dropped; member commands pass):
+ * the member answers its leader as a follower that cannot store, so the
+ * leader keeps its quorum, but it holds none of the leader's new entries
+ * (tests/e2e/replset/raft_wiped_log.py).
  */
 static bool
 host_is_raft_addr(const char *host, const char *raft_addr)
@@ -1096,10 +1101,15 @@ host_is_raft_addr(const char *host, const char *raft_addr)
 static bool
 drop_matches(const bson_t *data, void *arg)
 {
-	const char *addr = arg;
+	const struct raft_message *msg = arg;
+	const char *addr = msg->server_address;
 	bson_iter_t it, h;
 
 	if (addr == NULL || !bson_iter_init_find(&it, data, "hosts") || !BSON_ITER_HOLDS_ARRAY(&it))
+		return false;
+	if (bson_iter_init_find(&h, data, "stripEntries") && bson_iter_as_bool(&h) &&
+	    !(msg->type == RAFT_IO_APPEND_ENTRIES && msg->append_entries.n_entries > 0) &&
+	    msg->type != RAFT_IO_INSTALL_SNAPSHOT)
 		return false;
 	bson_iter_recurse(&it, &h);
 	while (bson_iter_next(&h))
@@ -1259,10 +1269,16 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		return;
 	}
 	if (failpoint_any_active() &&
-	    failpoint_fire("dropRaftMessagesFrom", drop_matches, (void *)msg->server_address, &data)) {
+	    failpoint_fire("dropRaftMessagesFrom", drop_matches, (void *)msg, &data)) {
+		bson_iter_t it;
+		bool strip = msg->type == RAFT_IO_APPEND_ENTRIES && bson_iter_init_find(&it, &data, "stripEntries") &&
+		    bson_iter_as_bool(&it);
 		bson_destroy(&data);
 		drop_message(msg);
-		return;
+		if (!strip)
+			return;
+		msg->append_entries.entries = NULL;
+		msg->append_entries.n_entries = 0;
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE &&
 	    repl_raft_vote_floor_blocks(&m->vote_floor, floor_log_held(m), msg)) {
