@@ -35,7 +35,9 @@ repl_raft_last_term(const struct raft *r)
 bool
 repl_raft_vote_floor_log_held(const repl_vote_floor_t *f, raft_index last_index, raft_term last_term)
 {
-	return f->index == 0 || (last_index >= f->index && (f->term == 0 || last_term >= f->term - 1));
+	uint64_t t = f->term > 0 ? f->term - 1 : 0;   /* the hand-over's term */
+
+	return f->index == 0 || last_term > t || (last_index >= f->index && last_term >= t);
 }
 
 bool

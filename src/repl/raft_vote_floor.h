@@ -55,8 +55,13 @@
  * such a log came, by Raft's log matching, from a leader of term >= T and
  * holds that leader's prefix through I, every entry the member held before
  * its wipe included (the term test keeps out a log a deposed leader of an
- * older term fills to I with entries the set did not keep).  It then drops
- * the index part (stored: 0).  Pre-votes pass here as well: they record
+ * older term fills to I with entries the set did not keep) -- or its last
+ * entry is of a term > T: the leader of that term holds every committed
+ * entry of terms <= T (Raft's leader completeness: its voters remembered,
+ * this member's vote was withheld), all before its own entries, so the log
+ * holds them too; this keeps the member from waiting for the set's log to
+ * grow back to I when the primary's uncommitted tail was lost.  It then
+ * drops the index part (stored: 0).  Pre-votes pass here as well: they record
  * nothing, the real vote is the one refused, and refusing them too would
  * change no outcome (a candidate short of a majority of real votes is not
  * elected).  The leader that handed over transfers no leadership to the
@@ -106,8 +111,10 @@ uint64_t repl_raft_vote_floor_for(uint64_t primary_term);
 raft_term repl_raft_last_term(const struct raft *r);
 
 /* Whether a log whose last entry is (last_index, last_term) holds what the
- * member held before its wipe: f has no index part, or last_index >=
- * f->index with last_term >= the hand-over's term (f->term - 1). */
+ * member held before its wipe: f has no index part; or last_index >=
+ * f->index with last_term >= the hand-over's term T (f->term - 1); or
+ * last_term > T (a leader of a later term sent it: the log holds that
+ * leader's prefix through every entry of term <= T it has). */
 bool repl_raft_vote_floor_log_held(const repl_vote_floor_t *f, raft_index last_index, raft_term last_term);
 
 /* true when msg is a RequestVote that is not a pre-vote, of a term <=

@@ -19,8 +19,8 @@
  * that candidate a vote in a term past the floor -- C leads without W.  With
  * the index part (the primary's last index 9) the request is dropped until
  * the member's log (or a restored snapshot) reaches index 9 with a last
- * term >= the hand-over's; a log a deposed leader of an older term filled
- * past 9 does not count.  Also the floor's file: raised part by part, the
+ * term >= the hand-over's, or holds an entry of a later term; a log a
+ * deposed leader of an older term filled past 9 does not count.  Also the floor's file: raised part by part, the
  * index part cleared, the one-number form of the first floors read, kept
  * when a removed member's Raft folder is emptied.
  */
@@ -536,6 +536,22 @@ test_index_part_reached(void)
 	node_close(&n);
 	stub_free(&s);
 
+	/* a leader of term 6 (elected without this member) whose log lost the
+	 * primary's uncommitted tail: its entry of term 6 follows every entry
+	 * of term <= 5 it kept, each committed one among them */
+	memset(&s, 0, sizeof(s));
+	node_start(&n, &s, true);
+	node_close(&n);
+	s.term = 6;
+	s.nmore = 2;
+	s.more_term = 6;
+	node_start(&n, &s, false);
+	sent = s.nsent;
+	TT_ASSERT(deliver_log(&n, &f, 2, 7, false, 3, 6));
+	TT_EQ_INT(answer(&n, sent), 1);
+	node_close(&n);
+	stub_free(&s);
+
 	/* a snapshot restored at index 20 of term 5 (no entry after it) */
 	memset(&s, 0, sizeof(s));
 	s.term = 5;
@@ -583,6 +599,7 @@ test_blocks(void)
 	TT_ASSERT(repl_raft_vote_floor_log_held(&fi, 9, 5));
 	TT_ASSERT(repl_raft_vote_floor_log_held(&fi, 30, 9));
 	TT_ASSERT(!repl_raft_vote_floor_log_held(&fi, 30, 4));        /* an older leader's log */
+	TT_ASSERT(repl_raft_vote_floor_log_held(&fi, 3, 6));          /* a later leader's entry */
 }
 
 static void
