@@ -29,7 +29,7 @@ import sys
 import time
 
 from pymongo import WriteConcern
-from pymongo.errors import PyMongoError
+from pymongo.errors import OperationFailure, PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
 from raft_cluster import Cluster, wait_equal, wait_state  # noqa: E402
@@ -103,6 +103,17 @@ def main():
         with a.client() as c:
             db = c.get_database("wl", write_concern=WriteConcern(w=3, wtimeout=20000))
             db.c.insert_many([{"_id": i} for i in range(20)])
+
+        # the hand-over's raftIndex: only with a term, never negative (2)
+        with c_.client() as c:
+            cfg = c.admin.command("replSetGetConfig")["config"]
+            for extra in ({"raftIndex": 5}, {"term": 1, "raftIndex": -1}):
+                try:
+                    c.admin.command(dict([("_tamgaReplSetJoin", cfg), ("dryRun", True)] + list(extra.items())))
+                    code = None
+                except OperationFailure as e:
+                    code = e.code
+                check(code == 2, "_tamgaReplSetJoin %r: BadValue, got %r" % (extra, code))
 
         # W reaches A and B only (C answers A's heartbeats: A keeps its
         # quorum while B is down)
