@@ -18,6 +18,7 @@
 #include "repl/raft_lost_log.h"
 #include "repl/raft_segment_fill.h"
 #include "repl/raft_send_guard.h"
+#include "repl/raft_min_valid.h"
 #include "repl/raft_vote_floor.h"
 
 #include <errno.h>
@@ -196,6 +197,14 @@ struct repl_member {
 	 * index part (it would not stand: the transfer fails) */
 	struct { raft_id id; uint64_t floor, index; } peer_floor[REPL_MAX_MEMBERS];
 	int npeer_floor;
+	/* a member started without the set's history: STARTUP2 until the
+	 * applier applied through min_valid (raft_min_valid.h; {0, 0}: none or
+	 * reached).  m->lock; the loop thread sets mv_target (the entries queued
+	 * once Raft handed the FSM the entries through it) and drops it */
+	repl_min_valid_t min_valid;
+	bool mv_later_term;           /* fsm_apply: an entry of a term > min_valid.term handed over */
+	bool mv_target_set;
+	uint64_t mv_target;
 };
 
 /* A member copying data (STARTUP2) starts no election (mongod never elects
@@ -256,6 +265,23 @@ wake(repl_member_t *m)
 {
 	pthread_cond_broadcast(&m->cond);
 	pthread_cond_signal(&m->apply_cond);
+}
+
+/* What a member that is not primary and whose applier did not stop shows
+ * (m->lock): the applier's ROLLBACK/STARTUP2, else STARTUP2 while short of
+ * its minValid (raft_min_valid.h), else SECONDARY. */
+static repl_member_state_t
+follower_state_locked(const repl_member_t *m)
+{
+	return m->busy_state != 0 ? m->busy_state : m->min_valid.index != 0 ? REPL_STATE_STARTUP2 : REPL_STATE_SECONDARY;
+}
+
+/* Whether the member acquires the set's data (STARTUP2 by either path):
+ * never elected, as mongod's STARTUP2 (m->lock). */
+static bool
+acquiring_locked(const repl_member_t *m)
+{
+	return m->busy_state == REPL_STATE_STARTUP2 || m->min_valid.index != 0;
 }
 
 /* The applier's idle wait (under m->lock). */
@@ -461,7 +487,7 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 	}
 	/* a member whose applier stopped stays RECOVERING */
 	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
-	    m->busy_state != 0 ? m->busy_state : REPL_STATE_SECONDARY, (int64_t)term);
+	    follower_state_locked(m), (int64_t)term);
 	wake(m);
 }
 
@@ -546,6 +572,8 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 		repl_ts_t ts;
 		int64_t t;
 		entry_optime(base + off, len, &ts, &t, NULL);
+		if (m->min_valid.index != 0 && t > (int64_t)m->min_valid.term)
+			m->mv_later_term = true;   /* a later leader's entry: raft_min_valid.h */
 		if (ts > m->committed_ts) {
 			m->committed_ts = ts;
 			m->committed_t = t;
@@ -824,7 +852,7 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	self = (raft_id)(m->peers[m->o.self_index].member_id + 1);
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
-	v.electable = !m->no_lead && m->busy_state == 0 && m->frozen_until_ms <= now;
+	v.electable = !m->no_lead && m->busy_state == 0 && m->min_valid.index == 0 && m->frozen_until_ms <= now;
 	/* a wiped member stands in no election of a term <= its vote floor,
 	 * nor before its log holds what it held before the wipe: it asks for
 	 * the leadership once the set's term has passed it and its log is
@@ -958,6 +986,55 @@ forget_silent_leader(repl_member_t *m)
 	r->follower_state.current_leader.id = 0;
 }
 
+/* The minValid (raft_min_valid.h) reached: once Raft has handed the FSM
+ * the entries through it, the entries queued then are the target; once the
+ * applier has applied them (no copy or rollback running), the file is
+ * removed (a failure keeps it: tried again at the next tick) and the member
+ * is SECONDARY -- loop thread. */
+static void
+min_valid_check(repl_member_t *m)
+{
+	terr_t err = TERR_INIT;
+	repl_min_valid_t mv;
+	uint64_t applied;
+	bool done;
+	bson_t attr;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->min_valid.index != 0 && !m->mv_target_set &&
+	    repl_raft_min_valid_reached(&m->min_valid, raft_last_applied(&m->raft), m->mv_later_term)) {
+		m->mv_target_set = true;
+		m->mv_target = m->enqueued;
+	}
+	done = m->min_valid.index != 0 && m->mv_target_set && m->applied >= m->mv_target && m->busy_state == 0 &&
+	    !m->failed;
+	mv = m->min_valid;
+	applied = m->applied;
+	pthread_mutex_unlock(&m->lock);
+	if (!done)
+		return;
+	bson_init(&attr);
+	BSON_APPEND_INT64(&attr, "minValidIndex", (int64_t)mv.index);
+	BSON_APPEND_INT64(&attr, "minValidTerm", (int64_t)mv.term);
+	BSON_APPEND_INT64(&attr, "lastApplied", (int64_t)raft_last_applied(&m->raft));
+	BSON_APPEND_INT64(&attr, "entriesApplied", (int64_t)applied);
+	if (repl_raft_min_valid_clear(m->dir, &err) != 0) {
+		BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
+		tlog('W', "REPL", 5000310, "could not store that this member applied through its minValid", &attr);
+		terr_clear(&err);
+		bson_destroy(&attr);
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->min_valid = (repl_min_valid_t){0, 0};
+	if (!m->primary && !m->failed)
+		repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
+	wake(m);
+	pthread_mutex_unlock(&m->lock);
+	tlog('I', "REPL", 5000311, "this member applied the set's log through its minValid: SECONDARY", &attr);
+	bson_destroy(&attr);
+}
+
 static void
 on_watch(uv_timer_t *t)
 {
@@ -970,6 +1047,7 @@ on_watch(uv_timer_t *t)
 	bool frozen;
 
 	floor_check(m);
+	min_valid_check(m);
 	raft_leader(&m->raft, &lid, &laddr);
 	pthread_mutex_lock(&m->lock);
 	m->leader_index = -1;
@@ -978,7 +1056,7 @@ on_watch(uv_timer_t *t)
 			m->leader_index = i;
 	}
 	frozen = m->frozen_until_ms > now;
-	if ((m->busy_state == REPL_STATE_STARTUP2) != m->election_hold) {
+	if (acquiring_locked(m) != m->election_hold) {
 		unsigned et = (unsigned)m->o.election_timeout_ms / 2;
 		m->election_hold = !m->election_hold;
 		raft_set_election_timeout(&m->raft, m->election_hold ? STARTUP2_ELECTION_TIMEOUT_MS : et < 100 ? 100 : et);
@@ -1018,7 +1096,7 @@ on_watch(uv_timer_t *t)
 				}
 			}
 		}
-		if ((m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) && !m->transfer_pending) {
+		if ((m->no_lead || acquiring_locked(m) || frozen) && !m->transfer_pending) {
 			/* priority 0 (or delayed), copying data (elected by a
 			 * transfer, or before the copy began) or frozen (a forced
 			 * stepdown): hand the leadership on as soon as a voter
@@ -1032,7 +1110,7 @@ on_watch(uv_timer_t *t)
 			m->transfer.data = m;
 			if (target != 0 && raft_transfer(&m->raft, &m->transfer, target, transfer_done) == 0)
 				m->transfer_pending = true;
-		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) {
+		} else if (m->no_lead || acquiring_locked(m) || frozen) {
 			/* the transfer runs */
 		} else if (!m->leader_seen || m->leader_term != term) {
 			m->leader_seen = true;
@@ -1318,7 +1396,8 @@ hook_candidate(void *arg, bool skip_dry_run, repl_election_candidate_t *out)
 	int64_t now = wall_ms();
 
 	pthread_mutex_lock(&m->lock);
-	out->reason = m->no_lead || m->busy_state != 0 || m->frozen_until_ms > now ? REPL_ELECTION_NREASONS :
+	out->reason = m->no_lead || m->busy_state != 0 || m->min_valid.index != 0 || m->frozen_until_ms > now ?
+	    REPL_ELECTION_NREASONS :
 	    !skip_dry_run ? REPL_ELECTION_TIMEOUT :
 	    repl_takeover_asked_since(m->takeover, now - 2 * m->o.election_timeout_ms) ?
 	    REPL_ELECTION_PRIORITY_TAKEOVER : REPL_ELECTION_STEP_UP;
@@ -1704,7 +1783,7 @@ host_busy(void *arg, repl_member_state_t st)
 	pthread_mutex_lock(&m->lock);
 	m->busy_state = st;
 	if (!m->primary && !m->failed)
-		repl_set_raft_role(m->o.rs, st != 0 ? st : REPL_STATE_SECONDARY, (int64_t)m->term);
+		repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -2275,6 +2354,24 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		BSON_APPEND_INT64(&attr, "voteFloorIndex", (int64_t)m->vote_floor.index);
 		tlog('I', "ELECTION", 5000292, "this member lost its vote memory with its data: it votes and stands only in "
 		    "terms past its vote floor, once its Raft log reaches the index part", &attr);
+		bson_destroy(&attr);
+	}
+	/* a member started without the set's history: its minValid stored
+	 * before Raft runs; any member: the stored one (a restart before it
+	 * was reached stays STARTUP2) */
+	if (repl_raft_min_valid_store(m->dir, &(repl_min_valid_t){o->min_valid_index, o->min_valid_term}, err) != 0 ||
+	    repl_raft_min_valid_load(m->dir, &m->min_valid, err) != 0) {
+		bson_free(m->peers);
+		bson_free(m->dir);
+		bson_free(m);
+		return -1;
+	}
+	if (m->min_valid.index != 0) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "minValidIndex", (int64_t)m->min_valid.index);
+		BSON_APPEND_INT64(&attr, "minValidTerm", (int64_t)m->min_valid.term);
+		tlog('I', "REPL", 5000312, "this member starts without the set's history: STARTUP2 until it applied "
+		    "the set's log through its minValid", &attr);
 		bson_destroy(&attr);
 	}
 	/* libraft's segments written over zeros, not fallocated space: each

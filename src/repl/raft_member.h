@@ -111,6 +111,11 @@ typedef struct repl_member_options {
 	 * stored with it: no vote and no candidacy either until this member's
 	 * own log reaches it (raft_vote_floor.h's index part); 0: none */
 	uint64_t vote_floor_index;
+	/* a member that starts Raft without the set's history (new, or wiped):
+	 * the primary's last Raft log index and term at the hand-over, stored in
+	 * dir before Raft starts; STARTUP2 until the applier has applied through
+	 * it (raft_min_valid.h).  0: none given (one stored earlier still holds) */
+	uint64_t min_valid_index, min_valid_term;
 } repl_member_options_t;
 
 /* The key of a configuration entry in the set's log: {_tamgaConfig: cfg}

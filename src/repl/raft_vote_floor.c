@@ -74,40 +74,64 @@ number(const char **p, uint64_t *out)
 	return true;
 }
 
+/* Sync the folder dir (a rename or unlink in it made durable). */
+static int
+dir_sync(const char *dir, terr_t *err)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+
+	if (fd < 0 || fsync(fd) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return terr_set(err, TERR_INTERNAL_ERROR, "cannot sync %s: %s", dir, strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
 int
-repl_raft_vote_floor_load(const char *dir, repl_vote_floor_t *f, terr_t *err)
+repl_raft_pair_file_load(const char *dir, const char *name, uint64_t *a, uint64_t *b, terr_t *err)
 {
 	char path[4096], buf[64];
 	const char *p = buf;
-	repl_vote_floor_t v = {0, 0};
+	uint64_t va = 0, vb = 0;
 	FILE *fp;
 	size_t n;
 
-	f->term = f->index = 0;
-	RET(path_of(dir, REPL_RAFT_VOTE_FLOOR_FILE, path, sizeof(path), err));
+	*a = *b = 0;
+	RET(path_of(dir, name, path, sizeof(path), err));
 	fp = fopen(path, "r");
 	if (fp == NULL)
 		return errno == ENOENT ? 0 : terr_set(err, TERR_INTERNAL_ERROR, "cannot open %s: %s", path, strerror(errno));
 	n = fread(buf, 1, sizeof(buf) - 1, fp);
 	fclose(fp);
 	buf[n] = '\0';
-	if (!number(&p, &v.term) || (*p == ' ' && (p++, !number(&p, &v.index))) || (*p != '\n' && *p != '\0'))
-		return terr_set(err, TERR_INTERNAL_ERROR, "%s does not hold a term and an index", path);
-	*f = v;
+	if (!number(&p, &va) || (*p == ' ' && (p++, !number(&p, &vb))) || (*p != '\n' && *p != '\0'))
+		return terr_set(err, TERR_INTERNAL_ERROR, "%s does not hold one or two numbers", path);
+	*a = va;
+	*b = vb;
 	return 0;
 }
 
-/* Write f as dir's floor (a temporary file synced, renamed, the folder
- * synced). */
-static int
-store(const char *dir, const repl_vote_floor_t *f, terr_t *err)
+int
+repl_raft_vote_floor_load(const char *dir, repl_vote_floor_t *f, terr_t *err)
+{
+	return repl_raft_pair_file_load(dir, REPL_RAFT_VOTE_FLOOR_FILE, &f->term, &f->index, err);
+}
+
+int
+repl_raft_pair_file_store(const char *dir, const char *name, uint64_t a, uint64_t b, terr_t *err)
 {
 	char path[4096], tmp[4096], line[48];
 	int fd, len;
 
-	RET(path_of(dir, REPL_RAFT_VOTE_FLOOR_FILE, path, sizeof(path), err));
-	RET(path_of(dir, REPL_RAFT_VOTE_FLOOR_FILE ".tmp", tmp, sizeof(tmp), err));
-	len = snprintf(line, sizeof(line), "%" PRIu64 " %" PRIu64 "\n", f->term, f->index);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", dir, strerror(errno));
+	RET(path_of(dir, name, path, sizeof(path), err));
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return terr_set(err, TERR_INTERNAL_ERROR, "path too long in %s", dir);
+	len = snprintf(line, sizeof(line), "%" PRIu64 " %" PRIu64 "\n", a, b);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
 		return terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", tmp, strerror(errno));
@@ -123,15 +147,25 @@ store(const char *dir, const repl_vote_floor_t *f, terr_t *err)
 		unlink(tmp);
 		return terr_set(err, TERR_INTERNAL_ERROR, "cannot rename %s: %s", tmp, strerror(e));
 	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (fd < 0 || fsync(fd) != 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return terr_set(err, TERR_INTERNAL_ERROR, "cannot sync %s: %s", dir, strerror(e));
-	}
-	close(fd);
-	return 0;
+	return dir_sync(dir, err);
+}
+
+int
+repl_raft_pair_file_remove(const char *dir, const char *name, terr_t *err)
+{
+	char path[4096];
+
+	RET(path_of(dir, name, path, sizeof(path), err));
+	if (unlink(path) != 0)
+		return errno == ENOENT ? 0 : terr_set(err, TERR_INTERNAL_ERROR, "cannot remove %s: %s", path, strerror(errno));
+	return dir_sync(dir, err);
+}
+
+/* Write f as dir's floor. */
+static int
+store(const char *dir, const repl_vote_floor_t *f, terr_t *err)
+{
+	return repl_raft_pair_file_store(dir, REPL_RAFT_VOTE_FLOOR_FILE, f->term, f->index, err);
 }
 
 int

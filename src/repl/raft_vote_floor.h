@@ -137,4 +137,14 @@ int repl_raft_vote_floor_raise(const char *dir, const repl_vote_floor_t *f, terr
  * kept (written as above); 0 or -1 with err. */
 int repl_raft_vote_floor_clear_index(const char *dir, terr_t *err);
 
+/* The small files of Raft's folder that hold a line of one or two decimal
+ * numbers ("6 120"; the vote floor here, the minValid of raft_min_valid.h).
+ * load: *a, *b read (0 when absent: no file is {0, 0}); 0, or -1 with err on
+ * a file that exists and cannot be read or parsed.  store: written to a
+ * temporary file, synced, renamed, the folder synced (created if missing);
+ * remove: unlinked, the folder synced (none is 0). */
+int repl_raft_pair_file_load(const char *dir, const char *name, uint64_t *a, uint64_t *b, terr_t *err);
+int repl_raft_pair_file_store(const char *dir, const char *name, uint64_t a, uint64_t b, terr_t *err);
+int repl_raft_pair_file_remove(const char *dir, const char *name, terr_t *err);
+
 #endif

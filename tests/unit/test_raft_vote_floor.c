@@ -23,6 +23,12 @@
  * deposed leader of an older term filled past 9 does not count.  Also the floor's file: raised part by part, the
  * index part cleared, the one-number form of the first floors read, kept
  * when a removed member's Raft folder is emptied.
+ *
+ * The minValid of raft_min_valid.h (a member started without the set's
+ * history, STARTUP2 until its applier passed it): reached at the index or at
+ * an entry of a later term, never before; its file stored, read, removed,
+ * nothing written for none, a damaged file an error, and dropped with the
+ * rest of a removed member's emptied folder (its data stays).
  */
 #include "tt.h"
 
@@ -31,6 +37,7 @@
 #include <unistd.h>
 
 #include "repl/member_rejoin.h"
+#include "repl/raft_min_valid.h"
 #include "repl/raft_vote_floor.h"
 
 /* ---- an in-memory raft_io: what canonical/raft reads and writes ---------------------------------- */
@@ -683,6 +690,57 @@ test_file(void)
 	TT_EQ_INT(rmdir(dir), 0);
 }
 
+static void
+test_min_valid(void)
+{
+	char dir[4096], path[4200];
+	const char *tmp = getenv("TMPDIR");
+	terr_t err = TERR_INIT;
+	repl_min_valid_t mv = {99, 99}, none = {0, 0}, at = {120, 4};
+	FILE *fp;
+
+	/* the rule: the entries handed to the FSM reach index 120, or one of a
+	 * term past 4 was handed over (the primary's uncommitted tail lost) */
+	TT_ASSERT(repl_raft_min_valid_reached(&none, 0, false));
+	TT_ASSERT(!repl_raft_min_valid_reached(&at, 0, false));
+	TT_ASSERT(!repl_raft_min_valid_reached(&at, 1, false));
+	TT_ASSERT(!repl_raft_min_valid_reached(&at, 119, false));
+	TT_ASSERT(repl_raft_min_valid_reached(&at, 120, false));
+	TT_ASSERT(repl_raft_min_valid_reached(&at, 500, false));
+	TT_ASSERT(repl_raft_min_valid_reached(&at, 90, true));
+	/* the file */
+	snprintf(dir, sizeof(dir), "%s/min_valid_XXXXXX", tmp != NULL ? tmp : "/tmp");
+	TT_ASSERT(mkdtemp(dir) != NULL);
+	TT_EQ_INT(repl_raft_min_valid_load(dir, &mv, &err), 0);
+	TT_EQ_INT((int64_t)mv.index, 0);
+	TT_EQ_INT((int64_t)mv.term, 0);
+	TT_EQ_INT(repl_raft_min_valid_store(dir, &none, &err), 0);   /* nothing written */
+	snprintf(path, sizeof(path), "%s/%s", dir, REPL_RAFT_MIN_VALID_FILE);
+	TT_ASSERT(access(path, F_OK) != 0);
+	TT_EQ_INT(repl_raft_min_valid_store(dir, &at, &err), 0);
+	TT_EQ_INT(repl_raft_min_valid_load(dir, &mv, &err), 0);
+	TT_EQ_INT((int64_t)mv.index, 120);
+	TT_EQ_INT((int64_t)mv.term, 4);
+	TT_EQ_INT(repl_raft_min_valid_clear(dir, &err), 0);
+	TT_ASSERT(access(path, F_OK) != 0);
+	TT_EQ_INT(repl_raft_min_valid_clear(dir, &err), 0);          /* none: 0 */
+	TT_EQ_INT(repl_raft_min_valid_load(dir, &mv, &err), 0);
+	TT_EQ_INT((int64_t)mv.index, 0);
+	/* damaged: an error, not "reached" */
+	fp = fopen(path, "w");
+	TT_ASSERT(fp != NULL);
+	fputs("120 four\n", fp);
+	fclose(fp);
+	TT_EQ_INT(repl_raft_min_valid_load(dir, &mv, &err), -1);
+	TT_EQ_INT((int64_t)mv.index, 0);
+	terr_clear(&err);
+	/* a removed member's emptied folder drops it (it keeps its data) */
+	TT_EQ_INT(repl_raft_min_valid_store(dir, &at, &err), 0);
+	TT_EQ_INT(repl_rejoin_reset_raft_dir(dir, &err), 0);
+	TT_ASSERT(access(path, F_OK) != 0);
+	TT_EQ_INT(rmdir(dir), 0);
+}
+
 int
 main(void)
 {
@@ -692,5 +750,6 @@ main(void)
 	TT_RUN(test_index_part_reached);
 	TT_RUN(test_blocks);
 	TT_RUN(test_file);
+	TT_RUN(test_min_valid);
 	return tt_finish();
 }
