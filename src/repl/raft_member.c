@@ -205,6 +205,11 @@ struct repl_member {
 	bool mv_later_term;           /* fsm_apply: an entry of a term > min_valid.term handed over */
 	bool mv_target_set;
 	uint64_t mv_target;
+	/* after a rollback by refetch: the source's optime at the fetch
+	 * (mongod's minValid); RECOVERING until the applier applied an entry at
+	 * or past it (the refetched documents are newer than the rest of the
+	 * data until then); 0: none (m->lock; in memory only) */
+	repl_ts_t rb_min_valid;
 };
 
 /* A member copying data (STARTUP2) starts no election (mongod never elects
@@ -269,11 +274,13 @@ wake(repl_member_t *m)
 
 /* What a member that is not primary and whose applier did not stop shows
  * (m->lock): the applier's ROLLBACK/STARTUP2, else STARTUP2 while short of
- * its minValid (raft_min_valid.h), else SECONDARY. */
+ * its minValid (raft_min_valid.h), else RECOVERING while short of a
+ * rollback's minValid (mongod's, after a rollback), else SECONDARY. */
 static repl_member_state_t
 follower_state_locked(const repl_member_t *m)
 {
-	return m->busy_state != 0 ? m->busy_state : m->min_valid.index != 0 ? REPL_STATE_STARTUP2 : REPL_STATE_SECONDARY;
+	return m->busy_state != 0 ? m->busy_state : m->min_valid.index != 0 ? REPL_STATE_STARTUP2 :
+	    m->rb_min_valid != 0 ? REPL_STATE_RECOVERING : REPL_STATE_SECONDARY;
 }
 
 /* Whether the member acquires the set's data (STARTUP2 by either path):
@@ -852,7 +859,8 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	self = (raft_id)(m->peers[m->o.self_index].member_id + 1);
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
-	v.electable = !m->no_lead && m->busy_state == 0 && m->min_valid.index == 0 && m->frozen_until_ms <= now;
+	v.electable = !m->no_lead && m->busy_state == 0 && m->min_valid.index == 0 && m->rb_min_valid == 0 &&
+	    m->frozen_until_ms <= now;
 	/* a wiped member stands in no election of a term <= its vote floor,
 	 * nor before its log holds what it held before the wipe: it asks for
 	 * the leadership once the set's term has passed it and its log is
@@ -1836,6 +1844,11 @@ applied_locked(repl_member_t *m, const entry_node_t *n)
 	m->applied++;
 	if (n->ts > m->local_last_ts)
 		m->local_last_ts = n->ts;
+	if (m->rb_min_valid != 0 && n->ts >= m->rb_min_valid) {
+		m->rb_min_valid = 0;   /* a rollback's minValid passed: SECONDARY */
+		if (!m->primary && !m->failed)
+			repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
+	}
 	if (n->ts > m->set_ts) {
 		m->set_ts = n->ts;
 		/* readConcern majority reads there (at most) */
@@ -1858,6 +1871,18 @@ applier_stop_locked(repl_member_t *m, terr_t *err)
 	log_msg('E', 5000243, "could not apply a replicated oplog entry; this member stops applying", err->msg);
 	repl_set_raft_role(m->o.rs, REPL_STATE_RECOVERING, (int64_t)m->term);
 	terr_clear(err);
+}
+
+/* The rsSyncApplyStop fail point is on (test-only). */
+static bool
+apply_stopped(void)
+{
+	bson_t d;
+
+	if (!failpoint_any_active() || !failpoint_fire("rsSyncApplyStop", NULL, NULL, &d))
+		return false;
+	bson_destroy(&d);
+	return true;
 }
 
 static void *
@@ -1923,7 +1948,10 @@ applier_main(void *arg)
 				continue;
 			}
 		}
-		if (m->to_apply.head == NULL || m->failed) {
+		/* mongod's rsSyncApplyStop (test-only): a secondary's applier
+		 * waits while it is on (a member held short of its minValid) */
+		if (m->to_apply.head == NULL || m->failed ||
+		    (!m->primary && apply_stopped())) {
 			apply_wait_ms(m, 50);
 			continue;
 		}
@@ -2046,8 +2074,14 @@ applier_main(void *arg)
 				if (check) {
 					repl_ts_t min_valid = 0;
 					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, n->t, &min_valid, &err)) == 0 &&
-					    min_valid != 0)
+					    min_valid != 0) {
 						repl_oplog_apply_set_min_valid(min_valid);
+						pthread_mutex_lock(&m->lock);
+						m->rb_min_valid = min_valid;
+						if (!m->primary && !m->failed)
+							repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
+						pthread_mutex_unlock(&m->lock);
+					}
 					floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 				}
 				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0)) {
