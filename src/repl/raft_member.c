@@ -1795,6 +1795,18 @@ host_busy(void *arg, repl_member_state_t st)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* A rollback's minValid: RECOVERING from the end of ROLLBACK (the
+ * busy(0) that follows shows it) until the applier passes it. */
+static void
+host_min_valid(void *arg, repl_ts_t ts)
+{
+	repl_member_t *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	m->rb_min_valid = ts;
+	pthread_mutex_unlock(&m->lock);
+}
+
 static bool
 host_stopping(void *arg)
 {
@@ -1898,7 +1910,7 @@ applier_main(void *arg)
 	size_t dl;
 	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
 	    .source = host_source, .nap = host_nap, .busy = host_busy, .stopping = host_stopping,
-	    .set_last = host_set_last};
+	    .set_last = host_set_last, .min_valid = host_min_valid};
 
 	repl_ts_t floor_ts;
 	bson_t *run = bson_malloc(sizeof(*run) * APPLY_RUN_MAX);
@@ -2074,14 +2086,8 @@ applier_main(void *arg)
 				if (check) {
 					repl_ts_t min_valid = 0;
 					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, n->t, &min_valid, &err)) == 0 &&
-					    min_valid != 0) {
-						repl_oplog_apply_set_min_valid(min_valid);
-						pthread_mutex_lock(&m->lock);
-						m->rb_min_valid = min_valid;
-						if (!m->primary && !m->failed)
-							repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
-						pthread_mutex_unlock(&m->lock);
-					}
+					    min_valid != 0)
+						repl_oplog_apply_set_min_valid(min_valid);   /* RECOVERING: host_min_valid */
 					floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 				}
 				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0)) {
