@@ -108,6 +108,14 @@ def main():
             c.admin.command("replSetInitiate", cfg)
         p = cl.wait_primary(30, among=two)
         with p.client() as c:
+            # the hand-over's minValid fields: both or neither, non-negative, not with term
+            for bad in ({"minValidIndex": 5}, {"minValidTerm": 2}, {"minValidIndex": -1, "minValidTerm": 2},
+                        {"minValidIndex": 5, "minValidTerm": 2, "term": 2}):
+                try:
+                    c.admin.command(dict({"_tamgaReplSetJoin": {}}, **bad))
+                    check(False, "_tamgaReplSetJoin %r must fail" % bad)
+                except PyMongoError as e:
+                    check(getattr(e, "code", None) == 2, "_tamgaReplSetJoin %r: 2 BadValue: %r" % (bad, e))
             docs = c.mv.get_collection("docs", write_concern=WriteConcern(w="majority"))
             for i in range(0, N, 500):
                 docs.insert_many([{"_id": j, "pad": "x" * 100} for j in range(i, i + 500)])
