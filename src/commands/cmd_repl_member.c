@@ -131,8 +131,8 @@ member_channels_check(engine_t *e, terr_t *err)
  * cmd_repl_member_start_moved): Raft is bootstrapped whatever the version,
  * its term set to this after the bootstrap. */
 static int
-member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_floor, uint64_t bootstrap_term,
-             terr_t *err)
+member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_floor, uint64_t vote_floor_index,
+             const uint64_t mv[2], uint64_t bootstrap_term, terr_t *err)
 {
 	repl_member_peer_t *peers = NULL;
 	repl_member_options_t o;
@@ -174,6 +174,11 @@ member_start(engine_t *e, const bson_t *cfg, bool force_config, uint64_t vote_fl
 	o.on_config_arg = e;
 	o.force_config = force_config;
 	o.vote_floor = vote_floor;
+	o.vote_floor_index = vote_floor_index;
+	if (mv != NULL) {
+		o.min_valid_index = mv[0];
+		o.min_valid_term = mv[1];
+	}
 	if (force_config) {
 		/* the term jumps as the forced configuration's version does: past
 		 * any term the members it leaves out reached by elections of
@@ -230,7 +235,7 @@ cmd_repl_member_on_self_host(engine_t *e)
 		bson_destroy(&cfg);
 		return;
 	}
-	if (member_start(e, &cfg, false, 0, 0, &err) != 0) {
+	if (member_start(e, &cfg, false, 0, 0, NULL, 0, &err) != 0) {
 		bson_t attr;
 		bson_init(&attr);
 		BSON_APPEND_UTF8(&attr, "error", err.msg ? err.msg : "");
@@ -350,7 +355,7 @@ cmd_repl_member_restart(engine_t *e, const bson_t *cfg, cmd_repl_restart_t how, 
 	if (ret == 0 && how == CMD_REPL_RESTART_EMPTIED)
 		ret = repl_rejoin_reset_raft_dir(e->raft_dir, err);
 	if (ret == 0)
-		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, 0, 0, err);
+		ret = member_start(e, cfg, how == CMD_REPL_RESTART_FORCED, 0, 0, NULL, 0, err);
 	pthread_mutex_unlock(&swap_mu);
 	return ret;
 }
@@ -380,7 +385,7 @@ cmd_repl_member_start_moved(engine_t *e, const bson_t *cfg, int64_t term, terr_t
 	 * set's primary on Raft must not share a term -- nor an electionId --
 	 * with the single member's last election */
 	if (ret == 0)
-		ret = member_start(e, cfg, false, 0, (uint64_t)(term > 0 ? term : 0) + 1, err);
+		ret = member_start(e, cfg, false, 0, 0, NULL, (uint64_t)(term > 0 ? term : 0) + 1, err);
 	if (ret != 0 && e->member == NULL)
 		(void)repl_rejoin_clear_raft_dir(e->raft_dir, NULL);
 	pthread_mutex_unlock(&swap_mu);
@@ -447,7 +452,8 @@ check_multi(engine_t *e, const bson_t *cfg, bool initiating, terr_t *err)
 }
 
 int
-cmd_repl_member_join(const char *host, const bson_t *cfg, bool dry_run, terr_t *err)
+cmd_repl_member_join(const char *host, const bson_t *cfg, bool dry_run, uint64_t mv_index, uint64_t mv_term,
+                     terr_t *err)
 {
 	bson_t cmd = BSON_INITIALIZER, reply;
 	bson_iter_t it;
@@ -455,6 +461,10 @@ cmd_repl_member_join(const char *host, const bson_t *cfg, bool dry_run, terr_t *
 
 	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetJoin", cfg);
 	BSON_APPEND_BOOL(&cmd, "dryRun", dry_run);
+	if (mv_index > 0) {
+		BSON_APPEND_INT64(&cmd, "minValidIndex", (int64_t)mv_index);
+		BSON_APPEND_INT64(&cmd, "minValidTerm", (int64_t)mv_term);
+	}
 	if (repl_member_rpc(host, "admin", &cmd, JOIN_TIMEOUT_MS, &reply, err) != 0) {
 		bson_destroy(&cmd);
 		return -1;
@@ -501,15 +511,17 @@ cmd_repl_member_join_veto(const char *host, const terr_t *je, int64_t version, t
 	return true;
 }
 
-/* This node joins the set of cfg (a completed configuration); vote_floor:
- * see repl_member_options_t (0: none). */
+/* This node joins the set of cfg (a completed configuration); vote_floor,
+ * vote_floor_index, mv (min_valid_index, min_valid_term): see
+ * repl_member_options_t (0: none). */
 static int
-join_self(engine_t *e, const bson_t *cfg, uint64_t vote_floor, terr_t *err)
+join_self(engine_t *e, const bson_t *cfg, uint64_t vote_floor, uint64_t vote_floor_index, const uint64_t mv[2],
+          terr_t *err)
 {
 	RET(repl_set_store_config(e->rs, cfg, err));
 	RET(repl_oplog_create(e->oplog, REPL_OPLOG_CREATE_EMPTY, NULL, NULL, err));
 	cmd_repl_watch_start(e);
-	return member_start(e, cfg, false, vote_floor, 0, err);
+	return member_start(e, cfg, false, vote_floor, vote_floor_index, mv, 0, err);
 }
 
 int
@@ -537,7 +549,7 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 			terr_t je = TERR_INIT;
 			if (i == self)
 				continue;
-			if (cmd_repl_member_join(peers[i].host, full, pass == 0, &je) != 0 &&
+			if (cmd_repl_member_join(peers[i].host, full, pass == 0, 0, 0, &je) != 0 &&
 			    cmd_repl_member_join_veto(peers[i].host, &je, 1, err)) {
 				terr_clear(&je);
 				ret = -1;
@@ -550,7 +562,7 @@ cmd_repl_member_initiate(cmd_t *c, const bson_t *cfg, terr_t *err)
 		}
 	}
 	if (ret == 0)
-		ret = join_self(e, full, 0, err);
+		ret = join_self(e, full, 0, 0, NULL, err);
 	bson_free(peers);
 	bson_destroy(full);
 	return ret;
@@ -613,12 +625,13 @@ readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
 
 CMD_HANDLER(cmd_tamga_repl_set_join)
 {
-	static const char *const fields[] = {"dryRun", "term", NULL};
+	static const char *const fields[] = {"dryRun", "term", "raftIndex", "minValidIndex", "minValidTerm", NULL};
 	engine_t *e = c->engine;
 	bson_t cfg;
 	bson_iter_t it;
-	bool dry = false, found, rejoin = false;
-	int64_t term = 0;
+	bool dry = false, found, rejoin = false, have_index = false, have_mvi = false, have_mvt = false;
+	int64_t term = 0, raft_index = 0, mv_index = 0, mv_term = 0;
+	uint64_t mv[2];
 	const uint8_t *d;
 	uint32_t l;
 
@@ -630,6 +643,18 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	RET(cmd_get_int64(c, "term", &term, &rejoin, err));
 	if (rejoin && term < 1)
 		return terr_set(err, TERR_BAD_VALUE, "term must be positive");
+	/* raftIndex: the primary's last Raft log index once this node answered
+	 * the dry run; it votes only once its own log reaches it */
+	RET(cmd_get_int64(c, "raftIndex", &raft_index, &have_index, err));
+	if (have_index && (!rejoin || raft_index < 0))
+		return terr_set(err, TERR_BAD_VALUE, "raftIndex must be non-negative and come with a term");
+	/* minValidIndex, minValidTerm: a new member's minValid (a reconfig's
+	 * hand-over; a rejoin's is raftIndex and term): repl/raft_min_valid.h */
+	RET(cmd_get_int64(c, "minValidIndex", &mv_index, &have_mvi, err));
+	RET(cmd_get_int64(c, "minValidTerm", &mv_term, &have_mvt, err));
+	if (have_mvi != have_mvt || mv_index < 0 || mv_term < 0 || (have_mvi && rejoin))
+		return terr_set(err, TERR_BAD_VALUE,
+		    "minValidIndex and minValidTerm must be non-negative, come together and not with a term");
 	if (e->rs == NULL)
 		return terr_set(err, TERR_NO_REPLICATION_ENABLED, "This node was not started with replication enabled.");
 	if (!BSON_ITER_HOLDS_DOCUMENT(&c->first))
@@ -671,7 +696,10 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 	}
 	if (dry)
 		return 0;
-	return join_self(e, &cfg, rejoin ? repl_raft_vote_floor_for((uint64_t)term) : 0, err);
+	/* the minValid: the hand-over's point in the primary's log */
+	mv[0] = rejoin ? (uint64_t)raft_index : (uint64_t)mv_index;
+	mv[1] = rejoin ? (uint64_t)term : (uint64_t)mv_term;
+	return join_self(e, &cfg, rejoin ? repl_raft_vote_floor_for((uint64_t)term) : 0, (uint64_t)raft_index, mv, err);
 }
 
 /*

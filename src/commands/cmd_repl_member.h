@@ -107,9 +107,12 @@ bool cmd_repl_member_config_rsid(const bson_t *cfg, bson_oid_t *out);
  * authenticated member call (10 s).  0 when it took it; otherwise -1 with err
  * set to the member's own code and errmsg, or 74 NodeNotFound when its reply
  * names none (the caller may then ask cmd_repl_member_join_veto).  cfg is
- * borrowed.
+ * borrowed.  mv_index, mv_term (0: none sent): the primary's last Raft log
+ * index and term, the new member's minValid (repl/raft_min_valid.h:
+ * `minValidIndex`, `minValidTerm`).
  */
-int cmd_repl_member_join(const char *host, const bson_t *cfg, bool dry_run, terr_t *err);
+int cmd_repl_member_join(const char *host, const bson_t *cfg, bool dry_run, uint64_t mv_index, uint64_t mv_term,
+                         terr_t *err);
 
 /*
  * mongod's quorum-check vetoes (check_quorum_for_config_change.cpp) for a

@@ -383,9 +383,16 @@ hand_over(engine_t *e, const bson_t *old, const row_t *orow, int on, const row_t
 	for (int pass = 0; pass < passes && ret == 0; pass++) {
 		for (int i = 0; i < nn && ret == 0; i++) {
 			terr_t je = TERR_INIT;
+			uint64_t lt = 0, li = 0;
 			if (!is_new_or_moved(orow, on, &nrow[i]))
 				continue;
-			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, &je) != 0 &&
+			/* the real hand-over carries this primary's last Raft log
+			 * point, read after the dry run: the new member's minValid
+			 * (repl/raft_min_valid.h); none when it cannot be read */
+			if (pass == 1 && (e->member == NULL ||
+			    repl_member_lead_point(e->member, &lt, &li, tm_now_us() + 2000000) != 0))
+				lt = li = 0;
+			if (cmd_repl_member_join(nrow[i].host, full, pass == 0, li, lt, &je) != 0 &&
 			    cmd_repl_member_join_veto(nrow[i].host, &je, version, err)) {
 				terr_clear(&je);
 				ret = -1;
@@ -394,7 +401,7 @@ hand_over(engine_t *e, const bson_t *old, const row_t *orow, int on, const row_t
 				/* a member removed while it could not hear it: REMOVED now,
 				 * it takes the join as a removed member added again */
 				terr_clear(&je);
-				if (cmd_repl_member_join(nrow[i].host, full, true, &je) != 0)
+				if (cmd_repl_member_join(nrow[i].host, full, true, 0, 0, &je) != 0)
 					ret = terr_set(err, TERR_NODE_NOT_FOUND,
 					    "Quorum check failed because not all proposed set members responded affirmatively: %s failed with %s",
 					    nrow[i].host, je.msg ? je.msg : "no answer");

@@ -42,6 +42,10 @@ static failpoint_t table[] = {
 	 * are dropped on arrival; repl/member_rpc.c: those members cannot be
 	 * reached (the fault-injection test's partitions) */
 	{"dropRaftMessagesFrom"},
+	/* repl/raft_member.c: a secondary's applier takes no entry while it is
+	 * on (mongod's name; e2e.replset_join_minvalid holds a member short of
+	 * its minValid) */
+	{"rsSyncApplyStop"},
 };
 
 static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -71,6 +71,8 @@ repl_recover_rollback(const repl_recover_host_t *h, storage_session_t *s, repl_t
 			bson_destroy(&attr);
 			*min_valid = st.min_valid;
 			h->set_last(h->arg, common, true);
+			if (h->min_valid != NULL && st.min_valid != 0)
+				h->min_valid(h->arg, st.min_valid);
 			h->busy(h->arg, 0);
 			return 0;
 		}

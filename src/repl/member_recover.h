@@ -38,6 +38,10 @@ typedef struct repl_recover_host {
 	bool (*stopping)(void *arg);
 	/* the newest local entry is now ts (force: even when older) */
 	void (*set_last)(void *arg, repl_ts_t ts, bool force);
+	/* optional: a rollback by refetch is done and the member is short of
+	 * this minValid (mongod's RECOVERING until it applied past it); called
+	 * before busy(arg, 0) */
+	void (*min_valid)(void *arg, repl_ts_t ts);
 } repl_recover_host_t;
 
 /*

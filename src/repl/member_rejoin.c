@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/opctx.h"
 #include "repl/member_rpc.h"
 #include "repl/raft_vote_floor.h"
 
@@ -55,12 +56,14 @@ host_of(const bson_t *cfg, int64_t id)
 	return NULL;
 }
 
-/* {_tamgaReplSetJoin: cfg, dryRun, term}: 0 when the member took it.  term
- * (this primary's) tells the member it is one the set's Raft configuration
- * already holds as a voter, whose vote memory went with its data: it votes
- * only past it (raft_vote_floor.h). */
+/* {_tamgaReplSetJoin: cfg, dryRun, term[, raftIndex]}: 0 when the member
+ * took it.  term (this primary's) tells the member it is one the set's Raft
+ * configuration already holds as a voter, whose vote memory went with its
+ * data: it votes only past it, and only once its Raft log reaches
+ * raftIndex (this primary's last Raft log index after the member answered
+ * the dry run; 0: not sent) -- raft_vote_floor.h. */
 static int
-join(const char *host, const bson_t *cfg, bool dry, int64_t term, int timeout_ms)
+join(const char *host, const bson_t *cfg, bool dry, int64_t term, uint64_t index, int timeout_ms)
 {
 	bson_t cmd = BSON_INITIALIZER, reply;
 	bson_iter_t it;
@@ -70,6 +73,8 @@ join(const char *host, const bson_t *cfg, bool dry, int64_t term, int timeout_ms
 	BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetJoin", cfg);
 	BSON_APPEND_BOOL(&cmd, "dryRun", dry);
 	BSON_APPEND_INT64(&cmd, "term", term);
+	if (index > 0)
+		BSON_APPEND_INT64(&cmd, "raftIndex", (int64_t)index);
 	if (repl_member_rpc(host, "admin", &cmd, timeout_ms, &reply, &err) == 0) {
 		if (bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0)
 			ret = 0;
@@ -100,16 +105,24 @@ look(repl_rejoin_t *r)
 	}
 	for (int i = 0; i < n; i++) {
 		const char *host;
+		uint64_t term, index;
 		if (rows[i].self || rows[i].reachable || (host = host_of(&cfg, rows[i].member_id)) == NULL)
 			continue;
-		if (join(host, &cfg, true, in.term, DRY_TIMEOUT_MS) != 0)
+		if (join(host, &cfg, true, in.term, 0, DRY_TIMEOUT_MS) != 0)
 			continue;   /* down, or it has a configuration (23) */
+		/* read now, after the member answered the dry run without a
+		 * configuration (so after its wipe): every entry it acknowledged
+		 * before is in this log at or below index (raft_vote_floor.h) */
+		if (repl_member_lead_point(r->m, &term, &index, tm_now_us() + (int64_t)DRY_TIMEOUT_MS * 1000) != 0 ||
+		    term < 1)
+			continue;   /* no longer the leader */
 		/* noted first: the member may take it and the answer be lost */
-		repl_member_note_vote_floor(r->m, rows[i].member_id, repl_raft_vote_floor_for((uint64_t)in.term));
-		if (join(host, &cfg, false, in.term, JOIN_TIMEOUT_MS) == 0) {
+		repl_member_note_vote_floor(r->m, rows[i].member_id, repl_raft_vote_floor_for(term), index);
+		if (join(host, &cfg, false, (int64_t)term, index, JOIN_TIMEOUT_MS) == 0) {
 			bson_t attr = BSON_INITIALIZER;
 			BSON_APPEND_UTF8(&attr, "member", host);
-			BSON_APPEND_INT64(&attr, "term", in.term);
+			BSON_APPEND_INT64(&attr, "term", (int64_t)term);
+			BSON_APPEND_INT64(&attr, "raftIndex", (int64_t)index);
 			tlog('I', "REPL", 5000261, "gave the set's configuration to a member that had none", &attr);
 			bson_destroy(&attr);
 		}

@@ -6,9 +6,12 @@
  *
  * A thread of the primary looks every REPL_REJOIN_PERIOD_MS at the members
  * Raft has not heard from (repl/raft_member.h's view); to each it sends
- * Tamga's internal `_tamgaReplSetJoin` with the stored configuration and
- * its own Raft term (the member lost its vote memory with its data: it
- * votes only past that term, repl/raft_vote_floor.h), first as a dry run: a member that already holds a configuration answers 23
+ * Tamga's internal `_tamgaReplSetJoin` with the stored configuration, its
+ * own Raft term and, once the member answered the dry run, its Raft log's
+ * last index (the member lost its vote memory and its log with its data: it
+ * votes only past that term and once its log reaches that index,
+ * repl/raft_vote_floor.h), first as a dry run: a member that already holds
+ * a configuration answers 23
  * AlreadyInitialized (it is only unreachable at Raft's port: a partition,
  * a pause) and is left alone; one that has none stores it, creates its
  * oplog and starts Raft, and Raft brings it the set's log or, when the

@@ -265,7 +265,8 @@ connect_to(const char *host, int64_t deadline_us, terr_t *err)
 }
 
 /* The dropRaftMessagesFrom fail point (repl/raft_member.c) names host: a
- * partition cuts this connection too. */
+ * partition cuts this connection too (not one of log entries only:
+ * `stripEntries`). */
 static bool
 partitioned_from(const bson_t *data, void *arg)
 {
@@ -273,6 +274,8 @@ partitioned_from(const bson_t *data, void *arg)
 
 	if (!bson_iter_init_find(&it, data, "hosts") || !BSON_ITER_HOLDS_ARRAY(&it))
 		return false;
+	if (bson_iter_init_find(&h, data, "stripEntries") && bson_iter_as_bool(&h))
+		return false;   /* log entries only: no partition */
 	bson_iter_recurse(&it, &h);
 	while (bson_iter_next(&h))
 		if (BSON_ITER_HOLDS_UTF8(&h) && strcmp(bson_iter_utf8(&h, NULL), (const char *)arg) == 0)

@@ -18,6 +18,7 @@
 #include "repl/raft_lost_log.h"
 #include "repl/raft_segment_fill.h"
 #include "repl/raft_send_guard.h"
+#include "repl/raft_min_valid.h"
 #include "repl/raft_vote_floor.h"
 
 #include <errno.h>
@@ -183,16 +184,32 @@ struct repl_member {
 	uint64_t lead_term;           /* loop: the term this member last led in */
 	int64_t lead_since_ms;        /* loop: when it first saw itself lead lead_term (wall) */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
-	/* a wiped member's vote floor (raft_vote_floor.h; 0: none): no vote
-	 * and no candidacy in a term <= it; the loop thread's, set before */
-	uint64_t vote_floor;
+	/* a wiped member's vote floor (raft_vote_floor.h; {0, 0}: none): no
+	 * vote and no candidacy in a term <= its term, nor before its log
+	 * reaches its index; the loop thread's, set before (the index part
+	 * dropped by the loop thread once reached: floor_check) */
+	repl_vote_floor_t vote_floor;
 	uint64_t vote_floor_logged;   /* loop: the last term whose refusal was logged */
+	bool vote_floor_short_logged; /* loop: a refusal for the short log was logged */
 	/* the leader's: the vote floor of each member its rejoin thread handed
 	 * the configuration to (m->lock): no transfer to one whose candidacy
-	 * would be of a term <= its floor (it would not stand: the transfer
-	 * fails) */
-	struct { raft_id id; uint64_t floor; } peer_floor[REPL_MAX_MEMBERS];
+	 * would be of a term <= its floor, or whose match index is below the
+	 * index part (it would not stand: the transfer fails) */
+	struct { raft_id id; uint64_t floor, index; } peer_floor[REPL_MAX_MEMBERS];
 	int npeer_floor;
+	/* a member started without the set's history: STARTUP2 until the
+	 * applier applied through min_valid (raft_min_valid.h; {0, 0}: none or
+	 * reached).  m->lock; the loop thread sets mv_target (the entries queued
+	 * once Raft handed the FSM the entries through it) and drops it */
+	repl_min_valid_t min_valid;
+	bool mv_later_term;           /* fsm_apply: an entry of a term > min_valid.term handed over */
+	bool mv_target_set;
+	uint64_t mv_target;
+	/* after a rollback by refetch: the source's optime at the fetch
+	 * (mongod's minValid); RECOVERING until the applier applied an entry at
+	 * or past it (the refetched documents are newer than the rest of the
+	 * data until then); 0: none (m->lock; in memory only) */
+	repl_ts_t rb_min_valid;
 };
 
 /* A member copying data (STARTUP2) starts no election (mongod never elects
@@ -206,6 +223,8 @@ struct repl_member {
 #define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
 
 static raft_id transfer_pick_locked(repl_member_t *m);
+static bool floor_log_held(repl_member_t *m);
+static void floor_check(repl_member_t *m);
 
 static int64_t
 wall_ms(void)
@@ -251,6 +270,25 @@ wake(repl_member_t *m)
 {
 	pthread_cond_broadcast(&m->cond);
 	pthread_cond_signal(&m->apply_cond);
+}
+
+/* What a member that is not primary and whose applier did not stop shows
+ * (m->lock): the applier's ROLLBACK/STARTUP2, else STARTUP2 while short of
+ * its minValid (raft_min_valid.h), else RECOVERING while short of a
+ * rollback's minValid (mongod's, after a rollback), else SECONDARY. */
+static repl_member_state_t
+follower_state_locked(const repl_member_t *m)
+{
+	return m->busy_state != 0 ? m->busy_state : m->min_valid.index != 0 ? REPL_STATE_STARTUP2 :
+	    m->rb_min_valid != 0 ? REPL_STATE_RECOVERING : REPL_STATE_SECONDARY;
+}
+
+/* Whether the member acquires the set's data (STARTUP2 by either path):
+ * never elected, as mongod's STARTUP2 (m->lock). */
+static bool
+acquiring_locked(const repl_member_t *m)
+{
+	return m->busy_state == REPL_STATE_STARTUP2 || m->min_valid.index != 0;
 }
 
 /* The applier's idle wait (under m->lock). */
@@ -456,7 +494,7 @@ role_set_locked(repl_member_t *m, bool primary, uint64_t term)
 	}
 	/* a member whose applier stopped stays RECOVERING */
 	repl_set_raft_role(m->o.rs, m->failed ? REPL_STATE_RECOVERING : primary ? REPL_STATE_PRIMARY :
-	    m->busy_state != 0 ? m->busy_state : REPL_STATE_SECONDARY, (int64_t)term);
+	    follower_state_locked(m), (int64_t)term);
 	wake(m);
 }
 
@@ -541,6 +579,8 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 		repl_ts_t ts;
 		int64_t t;
 		entry_optime(base + off, len, &ts, &t, NULL);
+		if (m->min_valid.index != 0 && t > (int64_t)m->min_valid.term)
+			m->mv_later_term = true;   /* a later leader's entry: raft_min_valid.h */
 		if (ts > m->committed_ts) {
 			m->committed_ts = ts;
 			m->committed_t = t;
@@ -819,10 +859,13 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 	self = (raft_id)(m->peers[m->o.self_index].member_id + 1);
 
 	v.follower = state == RAFT_FOLLOWER && lid != 0 && m->leader_index >= 0;
-	v.electable = !m->no_lead && m->busy_state == 0 && m->frozen_until_ms <= now;
-	/* a wiped member stands in no election of a term <= its vote floor:
-	 * it asks for the leadership once the set's term has passed it */
-	if (m->vote_floor > 0 && m->raft.current_term + 1 <= m->vote_floor)
+	v.electable = !m->no_lead && m->busy_state == 0 && m->min_valid.index == 0 && m->rb_min_valid == 0 &&
+	    m->frozen_until_ms <= now;
+	/* a wiped member stands in no election of a term <= its vote floor,
+	 * nor before its log holds what it held before the wipe: it asks for
+	 * the leadership once the set's term has passed it and its log is
+	 * back */
+	if (m->raft.current_term + 1 <= m->vote_floor.term || !floor_log_held(m))
 		v.electable = false;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		if (m->raft.configuration.servers[k].id == self && m->raft.configuration.servers[k].role != RAFT_VOTER)
@@ -839,14 +882,26 @@ takeover_tick_locked(repl_member_t *m, int state, raft_id lid, int64_t now)
 }
 
 /* Whether the member of Raft id `id` was handed the configuration by this
- * leader with a vote floor its candidacy (of this term + 1) would not pass
- * (m->lock, loop thread). */
+ * leader with a vote floor its candidacy (of this term + 1) would not pass:
+ * the term part, or the index part while its match index (this leader's
+ * view of its log) is below it (m->lock, loop thread). */
 static bool
 peer_floored_locked(repl_member_t *m, raft_id id)
 {
-	for (int i = 0; i < m->npeer_floor; i++)
-		if (m->peer_floor[i].id == id)
-			return m->peer_floor[i].floor >= m->raft.current_term + 1;
+	for (int i = 0; i < m->npeer_floor; i++) {
+		if (m->peer_floor[i].id != id)
+			continue;
+		if (m->peer_floor[i].floor >= m->raft.current_term + 1)
+			return true;
+		if (m->peer_floor[i].index == 0)
+			return false;
+		if (raft_state(&m->raft) != RAFT_LEADER || m->raft.leader_state.progress == NULL)
+			return true;
+		for (unsigned k = 0; k < m->raft.configuration.n; k++)
+			if (m->raft.configuration.servers[k].id == id)
+				return m->raft.leader_state.progress[k].match_index < m->peer_floor[i].index;
+		return true;
+	}
 	return false;
 }
 
@@ -939,6 +994,55 @@ forget_silent_leader(repl_member_t *m)
 	r->follower_state.current_leader.id = 0;
 }
 
+/* The minValid (raft_min_valid.h) reached: once Raft has handed the FSM
+ * the entries through it, the entries queued then are the target; once the
+ * applier has applied them (no copy or rollback running), the file is
+ * removed (a failure keeps it: tried again at the next tick) and the member
+ * is SECONDARY -- loop thread. */
+static void
+min_valid_check(repl_member_t *m)
+{
+	terr_t err = TERR_INIT;
+	repl_min_valid_t mv;
+	uint64_t applied;
+	bool done;
+	bson_t attr;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->min_valid.index != 0 && !m->mv_target_set &&
+	    repl_raft_min_valid_reached(&m->min_valid, raft_last_applied(&m->raft), m->mv_later_term)) {
+		m->mv_target_set = true;
+		m->mv_target = m->enqueued;
+	}
+	done = m->min_valid.index != 0 && m->mv_target_set && m->applied >= m->mv_target && m->busy_state == 0 &&
+	    !m->failed;
+	mv = m->min_valid;
+	applied = m->applied;
+	pthread_mutex_unlock(&m->lock);
+	if (!done)
+		return;
+	bson_init(&attr);
+	BSON_APPEND_INT64(&attr, "minValidIndex", (int64_t)mv.index);
+	BSON_APPEND_INT64(&attr, "minValidTerm", (int64_t)mv.term);
+	BSON_APPEND_INT64(&attr, "lastApplied", (int64_t)raft_last_applied(&m->raft));
+	BSON_APPEND_INT64(&attr, "entriesApplied", (int64_t)applied);
+	if (repl_raft_min_valid_clear(m->dir, &err) != 0) {
+		BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
+		tlog('W', "REPL", 5000310, "could not store that this member applied through its minValid", &attr);
+		terr_clear(&err);
+		bson_destroy(&attr);
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->min_valid = (repl_min_valid_t){0, 0};
+	if (!m->primary && !m->failed)
+		repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
+	wake(m);
+	pthread_mutex_unlock(&m->lock);
+	tlog('I', "REPL", 5000311, "this member applied the set's log through its minValid: SECONDARY", &attr);
+	bson_destroy(&attr);
+}
+
 static void
 on_watch(uv_timer_t *t)
 {
@@ -950,6 +1054,8 @@ on_watch(uv_timer_t *t)
 	int64_t now = wall_ms();
 	bool frozen;
 
+	floor_check(m);
+	min_valid_check(m);
 	raft_leader(&m->raft, &lid, &laddr);
 	pthread_mutex_lock(&m->lock);
 	m->leader_index = -1;
@@ -958,7 +1064,7 @@ on_watch(uv_timer_t *t)
 			m->leader_index = i;
 	}
 	frozen = m->frozen_until_ms > now;
-	if ((m->busy_state == REPL_STATE_STARTUP2) != m->election_hold) {
+	if (acquiring_locked(m) != m->election_hold) {
 		unsigned et = (unsigned)m->o.election_timeout_ms / 2;
 		m->election_hold = !m->election_hold;
 		raft_set_election_timeout(&m->raft, m->election_hold ? STARTUP2_ELECTION_TIMEOUT_MS : et < 100 ? 100 : et);
@@ -998,7 +1104,7 @@ on_watch(uv_timer_t *t)
 				}
 			}
 		}
-		if ((m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) && !m->transfer_pending) {
+		if ((m->no_lead || acquiring_locked(m) || frozen) && !m->transfer_pending) {
 			/* priority 0 (or delayed), copying data (elected by a
 			 * transfer, or before the copy began) or frozen (a forced
 			 * stepdown): hand the leadership on as soon as a voter
@@ -1012,7 +1118,7 @@ on_watch(uv_timer_t *t)
 			m->transfer.data = m;
 			if (target != 0 && raft_transfer(&m->raft, &m->transfer, target, transfer_done) == 0)
 				m->transfer_pending = true;
-		} else if (m->no_lead || m->busy_state == REPL_STATE_STARTUP2 || frozen) {
+		} else if (m->no_lead || acquiring_locked(m) || frozen) {
 			/* the transfer runs */
 		} else if (!m->leader_seen || m->leader_term != term) {
 			m->leader_seen = true;
@@ -1055,7 +1161,12 @@ on_watch(uv_timer_t *t)
  * the members' wire-protocol hosts) is dropped as the network would drop it.
  * Each side naming the other is a partition between them; one side alone a
  * one-way one.  Messages go out on the sender's own connection, so the
- * sender's Raft address in the message is the one the peer declared.
+ * sender's Raft address in the message is the one the peer declared.  With
+ * `stripEntries: true` the messages are not dropped but an AppendEntries
+ * arrives without its entries (a snapshot is dropped; member commands pass):
+ * the member answers its leader as a follower that cannot store, so the
+ * leader keeps its quorum, but it holds none of the leader's new entries
+ * (tests/e2e/replset/raft_wiped_log.py).
  */
 static bool
 host_is_raft_addr(const char *host, const char *raft_addr)
@@ -1076,10 +1187,15 @@ host_is_raft_addr(const char *host, const char *raft_addr)
 static bool
 drop_matches(const bson_t *data, void *arg)
 {
-	const char *addr = arg;
+	const struct raft_message *msg = arg;
+	const char *addr = msg->server_address;
 	bson_iter_t it, h;
 
 	if (addr == NULL || !bson_iter_init_find(&it, data, "hosts") || !BSON_ITER_HOLDS_ARRAY(&it))
+		return false;
+	if (bson_iter_init_find(&h, data, "stripEntries") && bson_iter_as_bool(&h) &&
+	    !(msg->type == RAFT_IO_APPEND_ENTRIES && msg->append_entries.n_entries > 0) &&
+	    msg->type != RAFT_IO_INSTALL_SNAPSHOT)
 		return false;
 	bson_iter_recurse(&it, &h);
 	while (bson_iter_next(&h))
@@ -1130,26 +1246,77 @@ from_stranger(const struct raft *r, const struct raft_message *msg)
 }
 
 static void vote_seen(repl_member_t *m, const struct raft_request_vote *rv);
+static void vote_floor_record(repl_member_t *m, const struct raft_message *msg);
 
-/* A vote request of a term at or below this wiped member's vote floor,
- * refused (received: dropped; sent as a candidate: not sent), logged once
- * per term (loop thread). */
+/* Whether this member's Raft log holds what it held before its wipe (the
+ * vote floor's index part: raft_vote_floor.h); loop thread. */
+static bool
+floor_log_held(repl_member_t *m)
+{
+	return m->vote_floor.index == 0 ||
+	    repl_raft_vote_floor_log_held(&m->vote_floor, raft_last_index(&m->raft), repl_raft_last_term(&m->raft));
+}
+
+/* The index part reached: dropped, in the file first (a failure to write
+ * keeps it, tried again at the next watch tick) -- loop thread. */
+static void
+floor_check(repl_member_t *m)
+{
+	terr_t err = TERR_INIT;
+	bson_t attr;
+
+	if (m->vote_floor.index == 0 || !floor_log_held(m))
+		return;
+	bson_init(&attr);
+	BSON_APPEND_INT64(&attr, "voteFloorIndex", (int64_t)m->vote_floor.index);
+	BSON_APPEND_INT64(&attr, "lastIndex", (int64_t)raft_last_index(&m->raft));
+	BSON_APPEND_INT64(&attr, "lastTerm", (int64_t)repl_raft_last_term(&m->raft));
+	if (repl_raft_vote_floor_clear_index(m->dir, &err) != 0) {
+		BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
+		tlog('W', "ELECTION", 5000294, "could not store that this member's log holds what it held before its "
+		    "data was wiped", &attr);
+		terr_clear(&err);
+	} else {
+		m->vote_floor.index = 0;
+		tlog('I', "ELECTION", 5000293, "this member's Raft log holds what it held before its data was wiped: it "
+		    "votes again", &attr);
+	}
+	bson_destroy(&attr);
+}
+
+/* A vote request the wiped member's vote floor refuses (received:
+ * dropped; sent as a candidate: not sent), logged once per term and once
+ * for the short log (loop thread): a term at or below the floor, or a log
+ * short of the index part (raft_vote_floor.h). */
 static void
 vote_floor_log(repl_member_t *m, uint64_t term, const char *addr, bool own)
 {
+	bool by_term = term <= m->vote_floor.term;
 	bson_t attr;
 
-	if (m->vote_floor_logged == term)
+	if (by_term ? m->vote_floor_logged == term : m->vote_floor_short_logged)
 		return;
-	m->vote_floor_logged = term;
+	if (by_term)
+		m->vote_floor_logged = term;
+	else
+		m->vote_floor_short_logged = true;
 	bson_init(&attr);
 	BSON_APPEND_INT64(&attr, "term", (int64_t)term);
-	BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+	BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor.term);
+	if (!by_term) {
+		BSON_APPEND_INT64(&attr, "voteFloorIndex", (int64_t)m->vote_floor.index);
+		BSON_APPEND_INT64(&attr, "lastIndex", (int64_t)raft_last_index(&m->raft));
+	}
 	if (addr != NULL)
 		BSON_APPEND_UTF8(&attr, own ? "to" : "candidate", addr);
-	tlog('I', "ELECTION", own ? 5000291 : 5000290, own ?
-	    "not standing in an election of a term this member may have voted in before its data was wiped" :
-	    "refused a vote in a term this member may have voted in before its data was wiped", &attr);
+	if (by_term)
+		tlog('I', "ELECTION", own ? 5000291 : 5000290, own ?
+		    "not standing in an election of a term this member may have voted in before its data was wiped" :
+		    "refused a vote in a term this member may have voted in before its data was wiped", &attr);
+	else
+		tlog('I', "ELECTION", own ? 5000298 : 5000297, own ?
+		    "not standing in an election before this member's log holds what it held before its data was wiped" :
+		    "refused a vote before this member's log holds what it held before its data was wiped", &attr);
 	bson_destroy(&attr);
 }
 
@@ -1188,13 +1355,21 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 		return;
 	}
 	if (failpoint_any_active() &&
-	    failpoint_fire("dropRaftMessagesFrom", drop_matches, (void *)msg->server_address, &data)) {
+	    failpoint_fire("dropRaftMessagesFrom", drop_matches, (void *)msg, &data)) {
+		bson_iter_t it;
+		bool strip = msg->type == RAFT_IO_APPEND_ENTRIES && bson_iter_init_find(&it, &data, "stripEntries") &&
+		    bson_iter_as_bool(&it);
 		bson_destroy(&data);
 		drop_message(msg);
-		return;
+		if (!strip)
+			return;
+		msg->append_entries.entries = NULL;
+		msg->append_entries.n_entries = 0;
 	}
-	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+	if (msg->type == RAFT_IO_REQUEST_VOTE &&
+	    repl_raft_vote_floor_blocks(&m->vote_floor, floor_log_held(m), msg)) {
 		vote_floor_log(m, msg->request_vote.term, msg->server_address, false);
+		vote_floor_record(m, msg);
 		return;   /* no payload to free */
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE)
@@ -1229,7 +1404,8 @@ hook_candidate(void *arg, bool skip_dry_run, repl_election_candidate_t *out)
 	int64_t now = wall_ms();
 
 	pthread_mutex_lock(&m->lock);
-	out->reason = m->no_lead || m->busy_state != 0 || m->frozen_until_ms > now ? REPL_ELECTION_NREASONS :
+	out->reason = m->no_lead || m->busy_state != 0 || m->min_valid.index != 0 || m->frozen_until_ms > now ?
+	    REPL_ELECTION_NREASONS :
 	    !skip_dry_run ? REPL_ELECTION_TIMEOUT :
 	    repl_takeover_asked_since(m->takeover, now - 2 * m->o.election_timeout_ms) ?
 	    REPL_ELECTION_PRIORITY_TAKEOVER : REPL_ELECTION_STEP_UP;
@@ -1293,24 +1469,17 @@ vote_seen(repl_member_t *m, const struct raft_request_vote *rv)
 	m->vote_candidate = rv->candidate_id;
 }
 
-/* libraft answers the pending vote request (loop thread): recorded as
- * mongod's electionParticipantMetrics. */
+/* A real vote this member answered (loop thread), recorded as mongod's
+ * electionParticipantMetrics (mongod records every vote that is not a dry
+ * run, granted or not): v's granted, term, candidate_id and reason set. */
 static void
-vote_answered(repl_member_t *m, const struct raft_message *msg)
+vote_record(repl_member_t *m, repl_election_vote_t *v_)
 {
-	repl_election_vote_t v = {0};
+	repl_election_vote_t v = *v_;
 	repl_set_info_t in;
 	repl_ts_t applied;
 
-	if (m->vote_candidate == 0 || msg->server_id != m->vote_candidate ||
-	    msg->request_vote_result.pre_vote == raft_tribool_true)
-		return;
-	m->vote_candidate = 0;
-	v.granted = msg->request_vote_result.vote_granted;
-	v.term = (int64_t)m->vote_seen.req_term;
 	v.date_ms = wall_ms();
-	v.candidate_id = (int32_t)(msg->server_id - 1);
-	repl_election_vote_reason(&m->vote_seen, v.granted, v.reason, sizeof(v.reason));
 	repl_set_info(m->o.rs, &in);
 	applied = REPL_TS(in.last_applied.secs, in.last_applied.inc);
 	v.applied_ts = applied;
@@ -1333,6 +1502,45 @@ vote_answered(repl_member_t *m, const struct raft_message *msg)
 	v.priority = m->o.self_index >= 0 && m->o.self_index < m->o.npeers ? m->peers[m->o.self_index].priority : 0;
 	pthread_mutex_unlock(&m->lock);
 	repl_election_vote_record(&v);
+}
+
+/* libraft answers the pending vote request (loop thread). */
+static void
+vote_answered(repl_member_t *m, const struct raft_message *msg)
+{
+	repl_election_vote_t v = {0};
+
+	if (m->vote_candidate == 0 || msg->server_id != m->vote_candidate ||
+	    msg->request_vote_result.pre_vote == raft_tribool_true)
+		return;
+	m->vote_candidate = 0;
+	v.granted = msg->request_vote_result.vote_granted;
+	v.term = (int64_t)m->vote_seen.req_term;
+	v.candidate_id = (int32_t)(msg->server_id - 1);
+	repl_election_vote_reason(&m->vote_seen, v.granted, v.reason, sizeof(v.reason));
+	vote_record(m, &v);
+}
+
+/* A real vote request the vote floor refused (fault_recv, loop thread):
+ * not granted, with the floor's reason. */
+static void
+vote_floor_record(repl_member_t *m, const struct raft_message *msg)
+{
+	repl_election_vote_t v = {0};
+
+	v.granted = false;
+	v.term = (int64_t)msg->request_vote.term;
+	v.candidate_id = (int32_t)(msg->server_id - 1);
+	if (msg->request_vote.term <= m->vote_floor.term)
+		snprintf(v.reason, sizeof(v.reason),
+		    "this member's data was wiped and it may have voted in term (%llu) before: it votes only past term "
+		    "(%llu)", (unsigned long long)msg->request_vote.term, (unsigned long long)m->vote_floor.term);
+	else
+		snprintf(v.reason, sizeof(v.reason),
+		    "this member's data was wiped and its Raft log (last entry %llu) does not yet hold what it held "
+		    "before: it votes once its log reaches entry %llu", (unsigned long long)raft_last_index(&m->raft),
+		    (unsigned long long)m->vote_floor.index);
+	vote_record(m, &v);
 }
 
 static int
@@ -1360,7 +1568,8 @@ guarded_send(struct raft_io *io, struct raft_io_send *req, const struct raft_mes
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE_RESULT)
 		vote_answered(m, msg);
-	if (repl_raft_vote_floor_blocks(m->vote_floor, msg)) {
+	if (msg->type == RAFT_IO_REQUEST_VOTE &&
+	    repl_raft_vote_floor_blocks(&m->vote_floor, floor_log_held(m), msg)) {
 		/* as lost on the network: the candidacy of that term fails */
 		vote_floor_log(m, msg->request_vote.term, msg->server_address, true);
 		return RAFT_NOCONNECTION;
@@ -1588,7 +1797,19 @@ host_busy(void *arg, repl_member_state_t st)
 	pthread_mutex_lock(&m->lock);
 	m->busy_state = st;
 	if (!m->primary && !m->failed)
-		repl_set_raft_role(m->o.rs, st != 0 ? st : REPL_STATE_SECONDARY, (int64_t)m->term);
+		repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* A rollback's minValid: RECOVERING from the end of ROLLBACK (the
+ * busy(0) that follows shows it) until the applier passes it. */
+static void
+host_min_valid(void *arg, repl_ts_t ts)
+{
+	repl_member_t *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	m->rb_min_valid = ts;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -1641,6 +1862,11 @@ applied_locked(repl_member_t *m, const entry_node_t *n)
 	m->applied++;
 	if (n->ts > m->local_last_ts)
 		m->local_last_ts = n->ts;
+	if (m->rb_min_valid != 0 && n->ts >= m->rb_min_valid) {
+		m->rb_min_valid = 0;   /* a rollback's minValid passed: SECONDARY */
+		if (!m->primary && !m->failed)
+			repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
+	}
 	if (n->ts > m->set_ts) {
 		m->set_ts = n->ts;
 		/* readConcern majority reads there (at most) */
@@ -1665,6 +1891,18 @@ applier_stop_locked(repl_member_t *m, terr_t *err)
 	terr_clear(err);
 }
 
+/* The rsSyncApplyStop fail point is on (test-only). */
+static bool
+apply_stopped(void)
+{
+	bson_t d;
+
+	if (!failpoint_any_active() || !failpoint_fire("rsSyncApplyStop", NULL, NULL, &d))
+		return false;
+	bson_destroy(&d);
+	return true;
+}
+
 static void *
 applier_main(void *arg)
 {
@@ -1678,7 +1916,7 @@ applier_main(void *arg)
 	size_t dl;
 	repl_recover_host_t host = {.arg = m, .st = m->o.st, .oplog = m->o.oplog, .dbpath = dbpath,
 	    .source = host_source, .nap = host_nap, .busy = host_busy, .stopping = host_stopping,
-	    .set_last = host_set_last};
+	    .set_last = host_set_last, .min_valid = host_min_valid};
 
 	repl_ts_t floor_ts;
 	bson_t *run = bson_malloc(sizeof(*run) * APPLY_RUN_MAX);
@@ -1728,7 +1966,10 @@ applier_main(void *arg)
 				continue;
 			}
 		}
-		if (m->to_apply.head == NULL || m->failed) {
+		/* mongod's rsSyncApplyStop (test-only): a secondary's applier
+		 * waits while it is on (a member held short of its minValid) */
+		if (m->to_apply.head == NULL || m->failed ||
+		    (!m->primary && apply_stopped())) {
 			apply_wait_ms(m, 50);
 			continue;
 		}
@@ -1852,7 +2093,7 @@ applier_main(void *arg)
 					repl_ts_t min_valid = 0;
 					if ((rc = repl_recover_rollback(&host, s, prev_ts, n->ts, n->t, &min_valid, &err)) == 0 &&
 					    min_valid != 0)
-						repl_oplog_apply_set_min_valid(min_valid);
+						repl_oplog_apply_set_min_valid(min_valid);   /* RECOVERING: host_min_valid */
 					floor_ts = repl_recover_oplog_floor(m->o.oplog, s);
 				}
 				if (bson_init_static(&e, n->data, n->len) && (!check || rc == 0)) {
@@ -2146,18 +2387,37 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 	}
 	/* a wiped member handed the configuration: its vote floor stored before
 	 * Raft runs; any member: the stored one (a restart within the window) */
-	if (repl_raft_vote_floor_raise(m->dir, o->vote_floor, err) != 0 ||
+	if (repl_raft_vote_floor_raise(m->dir, &(repl_vote_floor_t){o->vote_floor, o->vote_floor_index}, err) != 0 ||
 	    repl_raft_vote_floor_load(m->dir, &m->vote_floor, err) != 0) {
 		bson_free(m->peers);
 		bson_free(m->dir);
 		bson_free(m);
 		return -1;
 	}
-	if (m->vote_floor > 0) {
+	if (m->vote_floor.term > 0 || m->vote_floor.index > 0) {
 		bson_t attr = BSON_INITIALIZER;
-		BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor);
+		BSON_APPEND_INT64(&attr, "voteFloor", (int64_t)m->vote_floor.term);
+		BSON_APPEND_INT64(&attr, "voteFloorIndex", (int64_t)m->vote_floor.index);
 		tlog('I', "ELECTION", 5000292, "this member lost its vote memory with its data: it votes and stands only in "
-		    "terms past its vote floor", &attr);
+		    "terms past its vote floor, once its Raft log reaches the index part", &attr);
+		bson_destroy(&attr);
+	}
+	/* a member started without the set's history: its minValid stored
+	 * before Raft runs; any member: the stored one (a restart before it
+	 * was reached stays STARTUP2) */
+	if (repl_raft_min_valid_store(m->dir, &(repl_min_valid_t){o->min_valid_index, o->min_valid_term}, err) != 0 ||
+	    repl_raft_min_valid_load(m->dir, &m->min_valid, err) != 0) {
+		bson_free(m->peers);
+		bson_free(m->dir);
+		bson_free(m);
+		return -1;
+	}
+	if (m->min_valid.index != 0) {
+		bson_t attr = BSON_INITIALIZER;
+		BSON_APPEND_INT64(&attr, "minValidIndex", (int64_t)m->min_valid.index);
+		BSON_APPEND_INT64(&attr, "minValidTerm", (int64_t)m->min_valid.term);
+		tlog('I', "REPL", 5000312, "this member starts without the set's history: STARTUP2 until it applied "
+		    "the set's log through its minValid", &attr);
 		bson_destroy(&attr);
 	}
 	/* libraft's segments written over zeros, not fallocated space: each
@@ -2196,7 +2456,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 }
 
 void
-repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor)
+repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor, uint64_t index)
 {
 	raft_id id = (raft_id)(member_id + 1);
 	int i;
@@ -2208,10 +2468,43 @@ repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor)
 		m->peer_floor[i].id = id;
 		if (i == m->npeer_floor || floor > m->peer_floor[i].floor)
 			m->peer_floor[i].floor = floor;
+		if (i == m->npeer_floor || index > m->peer_floor[i].index)
+			m->peer_floor[i].index = index;
 		if (i == m->npeer_floor)
 			m->npeer_floor++;
 	}
 	pthread_mutex_unlock(&m->lock);
+}
+
+typedef struct lead_point {
+	repl_member_t *m;
+	uint64_t term, last_index;
+	bool leads;
+} lead_point_t;
+
+static void
+lead_point_read(struct raft *r, void *arg)
+{
+	lead_point_t *p = arg;
+
+	p->leads = raft_state(r) == RAFT_LEADER;
+	p->term = r->current_term;
+	p->last_index = raft_last_index(r);
+	pthread_mutex_lock(&p->m->lock);
+	p->leads = p->leads && p->m->primary;
+	pthread_mutex_unlock(&p->m->lock);
+}
+
+int
+repl_member_lead_point(repl_member_t *m, uint64_t *term, uint64_t *last_index, int64_t deadline_us)
+{
+	lead_point_t p = {m, 0, 0, false};
+
+	if (m == NULL || repl_member_on_loop(m, lead_point_read, &p, deadline_us) != 0 || !p.leads)
+		return -1;
+	*term = p.term;
+	*last_index = p.last_index;
+	return 0;
 }
 
 void

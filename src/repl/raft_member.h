@@ -115,6 +115,15 @@ typedef struct repl_member_options {
 	 * Raft is above those the set wrote without it.  0: none.  A folder already
 	 * bootstrapped (a restart) keeps its own term. */
 	uint64_t bootstrap_term;
+	/* with vote_floor: the primary's last Raft log index at the hand-over,
+	 * stored with it: no vote and no candidacy either until this member's
+	 * own log reaches it (raft_vote_floor.h's index part); 0: none */
+	uint64_t vote_floor_index;
+	/* a member that starts Raft without the set's history (new, or wiped):
+	 * the primary's last Raft log index and term at the hand-over, stored in
+	 * dir before Raft starts; STARTUP2 until the applier has applied through
+	 * it (raft_min_valid.h).  0: none given (one stored earlier still holds) */
+	uint64_t min_valid_index, min_valid_term;
 } repl_member_options_t;
 
 /* The key of a configuration entry in the set's log: {_tamgaConfig: cfg}
@@ -127,10 +136,17 @@ int repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_
 /* Stop and free (NULL is fine). */
 void repl_member_stop(repl_member_t *m);
 /* The leader's rejoin thread handed the configuration to member member_id
- * with this vote floor (raft_vote_floor.h): a stepdown's or a hand-on's
- * leadership transfer of this leader does not pick it while its candidacy
- * would not pass the floor. */
-void repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor);
+ * with this vote floor and index part (raft_vote_floor.h): a stepdown's or
+ * a hand-on's leadership transfer of this leader does not pick it while its
+ * candidacy would not pass the floor (a term <= floor, or its match index
+ * below index). */
+void repl_member_note_vote_floor(repl_member_t *m, int64_t member_id, uint64_t floor, uint64_t index);
+/* This member's Raft term and the index of its log's last entry, read on
+ * its loop thread (so after anything the caller saw happen): 0 when it is
+ * the Raft leader and PRIMARY, -1 otherwise (or the loop did not answer by
+ * deadline_us, tm_now_us()'s clock).  The hand-over's vote floor
+ * (member_rejoin.h). */
+int repl_member_lead_point(repl_member_t *m, uint64_t *term, uint64_t *last_index, int64_t deadline_us);
 /* Stop m's threads and its Raft server (its files closed) but keep m
  * allocated: a reader that took the pointer before it was replaced still
  * gets m's last values and its waits return at once; repl_member_stop

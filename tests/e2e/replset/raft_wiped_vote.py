@@ -7,7 +7,9 @@ answers rs.status() with 94 NotYetInitialized (mongod's STARTUP) and runs no
 Raft server, so it answers no vote request; the primary's hand-over carries
 its term T and W stores the vote floor T + 1 before its Raft server starts
 (a line and the file in <dbpath>/raft), then copies the set's log and is
-SECONDARY.  A restart of W keeps the floor.  Then the primary is killed
+SECONDARY.  A restart of W keeps the floor.  Once W's Raft log reached the
+primary's last index at the hand-over (the floor's index part, a line; the
+empty-log hazard: e2e.replset_wiped_vote_log) the primary is killed
 (-9): the first election after it is of term T + 1, which W neither votes
 in (a refusal line) nor stands in (a line) -- a vote in T + 1 could be one
 it gave before the wipe -- so the new primary is of a term past the floor,
@@ -103,7 +105,7 @@ def main():
               "the wiped member's vote floor is the primary's term + 1: %r (term %r)" % (floors, t_hand))
         floor = t_hand + 1
         with open(os.path.join(w.dbpath, "raft", "tamga-vote-floor")) as f:
-            check(int(f.read()) == floor, "the floor is stored in the Raft folder")
+            check(int(f.read().split()[0]) == floor, "the floor is stored in the Raft folder")
         check(term_of(p) == t_hand, "no election meanwhile (term %r, hand-over %r)" % (term_of(p), t_hand))
 
         # a restart within the window keeps it
@@ -112,6 +114,13 @@ def main():
         check(wait_state(w, [2], 60) == 2, "W is SECONDARY after its restart")
         check(len(log_entries(w, 5000292)) == 2 and log_entries(w, 5000292)[-1]["attr"]["voteFloor"] == floor,
               "the floor survives the restart")
+
+        # W votes only once its Raft log holds what it held before the wipe
+        # (the floor's index part, reached through the primary's log: else
+        # a set of three that loses the primary elects no one)
+        check(wait_log(w, 5000293, lambda e: True, 30), "W's Raft log reached the hand-over's index")
+        with open(os.path.join(w.dbpath, "raft", "tamga-vote-floor")) as f:
+            check(f.read().split() == [str(floor), "0"], "the index part is cleared, the floor kept")
 
         # the primary dies: the election of term floor (= T + 1) goes without
         # W's vote or candidacy
@@ -170,6 +179,7 @@ def main():
         shutil.rmtree(y.dbpath)
         y.start()
         check(wait_state(y, [2], 60) == 2, "Y wiped and SECONDARY again")
+        check(wait_log(y, 5000293, lambda e: True, 30), "Y's Raft log reached the hand-over's index")
         t_w = term_of(w)
         y_floor = log_entries(y, 5000292)[-1]["attr"]["voteFloor"]
         check(y_floor == t_w + 1, "Y's floor %r is W's term %r + 1" % (y_floor, t_w))
