@@ -180,6 +180,8 @@ struct repl_member {
 	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
 	bool election_hold;           /* loop: Raft's election timeout set out of reach (STARTUP2) */
 	bool stranger_logged;         /* loop: from_stranger's line written once */
+	raft_id followed_id;          /* loop: the leader this member last took entries or a snapshot from */
+	raft_term followed_term;      /* loop: ... in this term (0: none) */
 	uint64_t lead_term;           /* loop: the term this member last led in */
 	int64_t lead_since_ms;        /* loop: when it first saw itself lead lead_term (wall) */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
@@ -1109,6 +1111,18 @@ drop_message(struct raft_message *msg)
 	}
 }
 
+/* The term of a leader's message (AppendEntries, InstallSnapshot); 0 for
+ * any other. */
+static raft_term
+leader_msg_term(const struct raft_message *msg)
+{
+	if (msg->type == RAFT_IO_APPEND_ENTRIES)
+		return msg->append_entries.term;
+	if (msg->type == RAFT_IO_INSTALL_SNAPSHOT)
+		return msg->install_snapshot.term;
+	return 0;
+}
+
 /*
  * A message from a server outside this member's Raft configuration (one it
  * has: a new or emptied member has none yet and takes its first leader's).
@@ -1117,11 +1131,27 @@ drop_message(struct raft_message *msg)
  * higher term would make this member truncate its log to the old history
  * (or stop Raft on a committed entry), its votes would disrupt elections.
  * Dropped: this member never takes entries of two histories.
+ * But the leader this member took entries or a snapshot from in its term stays
+ * its leader for that term, whatever configuration those brought: a
+ * snapshot carries the configuration committed when it was taken, which
+ * may predate the leader's joining (a set grown from one member, its first
+ * member since removed; a forced member's snapshot taken by the member it
+ * forced out), and a log replayed from its start passes through such
+ * configurations too.  Refusing that leader's next message would leave the
+ * member behind for good (the leader's raft_assign of it failing with
+ * RAFT_NOCONNECTION) and let it elect itself the single voter of the
+ * snapshot's configuration.  One leader per term: a removed member coming
+ * back in a later term is still a stranger.
  */
 static bool
-from_stranger(const struct raft *r, const struct raft_message *msg)
+from_stranger(const repl_member_t *m, const struct raft_message *msg)
 {
+	const struct raft *r = &m->raft;
+	raft_term t = leader_msg_term(msg);
+
 	if (r->configuration.n == 0)
+		return false;
+	if (t != 0 && m->followed_term == t && m->followed_id == msg->server_id)
 		return false;
 	for (unsigned i = 0; i < r->configuration.n; i++)
 		if (r->configuration.servers[i].id == msg->server_id)
@@ -1178,7 +1208,7 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 	repl_member_t *m = ((struct raft *)io->data)->data;
 	bson_t data;
 
-	if (from_stranger(&m->raft, msg)) {
+	if (from_stranger(m, msg)) {
 		if (!m->stranger_logged) {
 			m->stranger_logged = true;
 			log_msg('W', 5000270, "dropped Raft messages from a server outside this member's configuration",
@@ -1202,6 +1232,10 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 	if (msg->type == RAFT_IO_REQUEST_VOTE && !msg->request_vote.pre_vote)
 		vote_seen(m, &msg->request_vote);
 	lost_log_check(m, msg);
+	if (leader_msg_term(msg) != 0) {
+		m->followed_id = msg->server_id;
+		m->followed_term = leader_msg_term(msg);
+	}
 	m->raft_recv(io, msg);
 	/* a message of a higher term deposed this leader: no longer PRIMARY
 	 * at once, not at the next watch tick -- meanwhile its writers took
