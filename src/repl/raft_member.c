@@ -180,6 +180,9 @@ struct repl_member {
 	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
 	bool election_hold;           /* loop: Raft's election timeout set out of reach (STARTUP2) */
 	bool stranger_logged;         /* loop: from_stranger's line written once */
+	bool snapshot_self;           /* loop: Raft's last snapshot was taken here with this member in its
+	                               * committed configuration (false: restored -- at a start, or a
+	                               * leader's -- so its configuration may lack this member) */
 	raft_id followed_id;          /* loop: the leader this member last took entries or a snapshot from */
 	raft_term followed_term;      /* loop: ... in this term (0: none) */
 	uint64_t lead_term;           /* loop: the term this member last led in */
@@ -643,6 +646,13 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	}
 	memcpy((*bufs)[0].base, snap, sizeof(snap));
 	*n_bufs = 1;
+	/* libraft stores the committed configuration with it: this member's
+	 * own when no change is pending and it names this member */
+	m->snapshot_self = false;
+	if (m->raft.configuration_uncommitted_index == 0)
+		for (unsigned i = 0; i < m->raft.configuration.n; i++)
+			if (m->raft.configuration.servers[i].id == m->raft.id)
+				m->snapshot_self = true;
 	return 0;
 }
 
@@ -665,6 +675,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	else if (buf->len >= 8)
 		memcpy(snap, buf->base, 8);
 	raft_free(buf->base);
+	m->snapshot_self = false;   /* loop thread, as fsm_snapshot */
 	n = node_new((const uint8_t *)"", 0);
 	n->snapshot = true;
 	n->ts = snap[0];
@@ -2616,9 +2627,11 @@ repl_member_submit_config(repl_member_t *m, const bson_t *entry)
 typedef struct compact_arg {
 	unsigned threshold;           /* in: the snapshot threshold to set (0: leave it) */
 	raft_index snapshot_index;    /* out: the index of Raft's last snapshot (0: none) */
+	bool names_self;              /* out: that snapshot's configuration names this member */
 } compact_arg_t;
 
-/* Loop thread: the threshold set, the last snapshot's index read. */
+/* Loop thread: the threshold set, the last snapshot's index and whether its
+ * configuration surely names this member (snapshot_self) read. */
 static void
 compact_on_loop(struct raft *r, void *arg)
 {
@@ -2627,6 +2640,7 @@ compact_on_loop(struct raft *r, void *arg)
 	if (a->threshold > 0)
 		raft_set_snapshot_threshold(r, a->threshold);
 	a->snapshot_index = r->log.snapshot.last_index;
+	a->names_self = ((repl_member_t *)r->data)->snapshot_self;
 }
 
 /* One no-op entry written as primary and waited for until committed:
@@ -2652,10 +2666,11 @@ compact_noop(repl_member_t *m, storage_session_t *s, int64_t deadline_us, terr_t
 }
 
 int
-repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err)
+repl_member_compact(repl_member_t *m, bool stale_only, int64_t deadline_us, terr_t *err)
 {
 	storage_session_t *s = NULL;
-	compact_arg_t a = {0, 0};
+	compact_arg_t a = {0, 0, false};
+	raft_index before;
 	int ret = 0;
 
 	pthread_mutex_lock(&m->lock);
@@ -2664,12 +2679,14 @@ repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	}
 	pthread_mutex_unlock(&m->lock);
-	/* a snapshot already taken will do: a new member's first AppendEntries
-	 * (from index 1) becomes the snapshot whenever one exists */
+	/* a snapshot already taken will do when its configuration names this
+	 * leader: a new member's first AppendEntries (from index 1) becomes the
+	 * snapshot whenever one exists */
 	if (repl_member_on_loop(m, compact_on_loop, &a, deadline_us) != 0)
 		return terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
-	if (a.snapshot_index > 0)
+	if ((a.snapshot_index > 0 && a.names_self) || (stale_only && a.snapshot_index == 0))
 		return 0;
+	before = a.snapshot_index;
 	RET(storage_session_open(m->o.st, &s, err));
 	/* the snapshot's optime must be an oplog entry the set's log carries:
 	 * one committed before the threshold drops */
@@ -2681,23 +2698,23 @@ repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err)
 	}
 	/* Raft takes the snapshot as it applies the next entry (again at the
 	 * next one when the applier was not ready: RAFT_BUSY) */
-	while (ret == 0 && a.snapshot_index == 0) {
+	while (ret == 0 && a.snapshot_index <= before) {
 		int64_t until = tm_now_us() + 200 * 1000;
 		ret = compact_noop(m, s, deadline_us, err);
-		while (ret == 0 && a.snapshot_index == 0 && tm_now_us() < until) {
+		while (ret == 0 && a.snapshot_index <= before && tm_now_us() < until) {
 			struct timespec nap = {0, 10 * 1000 * 1000};
 			a.threshold = 0;
 			if (repl_member_on_loop(m, compact_on_loop, &a, deadline_us) != 0 ||
 			    (deadline_us > 0 && tm_now_us() >= deadline_us))
 				ret = terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
-			else if (a.snapshot_index == 0)
+			else if (a.snapshot_index <= before)
 				nanosleep(&nap, NULL);
 		}
 	}
 	/* the usual threshold again, whatever happened (a loop that stopped
 	 * meanwhile takes its own at the next start) */
 	{
-		compact_arg_t back = {SNAPSHOT_THRESHOLD, 0};
+		compact_arg_t back = {SNAPSHOT_THRESHOLD, 0, false};
 		(void)repl_member_on_loop(m, compact_on_loop, &back, tm_now_us() + 5 * 1000 * 1000);
 	}
 	storage_session_close(s);
