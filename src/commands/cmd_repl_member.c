@@ -623,6 +623,40 @@ readd_self(engine_t *e, const bson_t *cfg, bool dry, terr_t *err)
 	return 0;
 }
 
+/*
+ * This node already holds cfg (borrowed): the same replicaSetId and version,
+ * and cfg names it.  The hand-over of a reconfig retried after its Raft
+ * change failed (the new member was handed the configuration, the primary
+ * kept its old one): the retry's rs.add() builds the same configuration, and
+ * mongod takes an rs.add() of a member its configuration lacks, so the
+ * member answers the join as done rather than "already initialized" (the
+ * primary's quorum check would make that 103).
+ */
+static bool
+holds_config(engine_t *e, const bson_t *cfg)
+{
+	bson_t cur;
+	bson_oid_t a, b;
+	bson_iter_t it;
+	repl_set_info_t in;
+	terr_t err = TERR_INIT;
+	bool same;
+
+	if (!repl_set_config_copy(e->rs, &cur)) {
+		bson_destroy(&cur);
+		return false;
+	}
+	repl_set_info(e->rs, &in);
+	same = cmd_repl_member_config_rsid(cfg, &a) && cmd_repl_member_config_rsid(&cur, &b) && bson_oid_equal(&a, &b) &&
+	    bson_iter_init_find(&it, cfg, "version") && BSON_ITER_HOLDS_NUMBER(&it) &&
+	    bson_iter_as_int64(&it) == in.config_version;
+	bson_destroy(&cur);
+	if (same && check_multi(e, cfg, false, &err) != 0)
+		same = false;
+	terr_clear(&err);
+	return same;
+}
+
 CMD_HANDLER(cmd_tamga_repl_set_join)
 {
 	static const char *const fields[] = {"dryRun", "term", "raftIndex", "minValidIndex", "minValidTerm", NULL};
@@ -671,6 +705,8 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 		    bson_iter_utf8(&it, NULL));
 	if (repl_set_initiated(e->rs) && repl_set_state(e->rs) == REPL_STATE_REMOVED)
 		return readd_self(e, &cfg, dry, err);
+	if (repl_set_initiated(e->rs) && holds_config(e, &cfg))
+		return 0;
 	if (repl_set_initiated(e->rs))
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 	if (members_of(&cfg) < 2)

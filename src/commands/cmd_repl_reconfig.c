@@ -417,6 +417,16 @@ hand_over(engine_t *e, const bson_t *old, const row_t *orow, int on, const row_t
 	return ret;
 }
 
+/* Whether the n changes add a member to Raft. */
+static bool
+has_add(const repl_member_change_t *ch, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (ch[i].op == REPL_CHANGE_ADD)
+			return true;
+	return false;
+}
+
 int
 cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 {
@@ -487,7 +497,7 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	 * data written before the move (raft_member.h, repl_member_compact).
 	 * The Raft folder's mark says so, across a restart too, until done */
 	if (on == 1 && nn > 1 && e->raft_dir != NULL && repl_rejoin_compact_pending(e->raft_dir)) {
-		if (repl_member_compact(e->member, deadline, err) != 0) {
+		if (repl_member_compact(e->member, false, deadline, err) != 0) {
 			ret = -1;
 			goto done;
 		}
@@ -495,6 +505,14 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 			ret = -1;
 			goto done;
 		}
+	} else if (has_add(ch, nch) && repl_member_compact(e->member, true, deadline, err) != 0) {
+		/* any other set taking members: a snapshot whose configuration
+		 * lacks this leader is replaced first, so a member added never
+		 * holds a configuration without its leader (one that restarted
+		 * there would drop that leader's messages, or elect itself the
+		 * snapshot's single voter) */
+		ret = -1;
+		goto done;
 	}
 	if (repl_member_change_apply(e->member, ch, nch, deadline, err) != 0) {
 		ret = -1;

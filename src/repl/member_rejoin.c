@@ -123,7 +123,7 @@ look(repl_rejoin_t *r)
 			BSON_APPEND_UTF8(&attr, "member", host);
 			BSON_APPEND_INT64(&attr, "term", (int64_t)term);
 			BSON_APPEND_INT64(&attr, "raftIndex", (int64_t)index);
-			tlog('I', "REPL", 5000261, "gave the set's configuration to a member that had none", &attr);
+			tlog('I', "REPL", 5000323, "gave the set's configuration to a member that had none", &attr);
 			bson_destroy(&attr);
 		}
 	}
@@ -167,7 +167,7 @@ repl_rejoin_start(repl_member_t *m, repl_set_t *rs)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	if (pthread_create(&r->thread, NULL, rejoin_main, r) != 0) {
-		tlog('W', "REPL", 5000262, "could not start the thread that hands the configuration to members", NULL);
+		tlog('W', "REPL", 5000324, "could not start the thread that hands the configuration to members", NULL);
 		pthread_mutex_destroy(&r->lock);
 		pthread_cond_destroy(&r->cond);
 		bson_free(r);

@@ -181,6 +181,11 @@ struct repl_member {
 	raft_id transfer_to;          /* the next transfer's target (0: Raft picks) */
 	bool election_hold;           /* loop: Raft's election timeout set out of reach (STARTUP2) */
 	bool stranger_logged;         /* loop: from_stranger's line written once */
+	bool snapshot_self;           /* loop: Raft's last snapshot was taken here with this member in its
+	                               * committed configuration (false: restored -- at a start, or a
+	                               * leader's -- so its configuration may lack this member) */
+	raft_id followed_id;          /* loop: the leader this member last took entries or a snapshot from */
+	raft_term followed_term;      /* loop: ... in this term (0: none) */
 	uint64_t lead_term;           /* loop: the term this member last led in */
 	int64_t lead_since_ms;        /* loop: when it first saw itself lead lead_term (wall) */
 	int64_t frozen_until_ms;      /* replSetFreeze / stepdown period (wall; 0: none) */
@@ -681,6 +686,13 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	}
 	memcpy((*bufs)[0].base, snap, sizeof(snap));
 	*n_bufs = 1;
+	/* libraft stores the committed configuration with it: this member's
+	 * own when no change is pending and it names this member */
+	m->snapshot_self = false;
+	if (m->raft.configuration_uncommitted_index == 0)
+		for (unsigned i = 0; i < m->raft.configuration.n; i++)
+			if (m->raft.configuration.servers[i].id == m->raft.id)
+				m->snapshot_self = true;
 	return 0;
 }
 
@@ -703,6 +715,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	else if (buf->len >= 8)
 		memcpy(snap, buf->base, 8);
 	raft_free(buf->base);
+	m->snapshot_self = false;   /* loop thread, as fsm_snapshot */
 	n = node_new((const uint8_t *)"", 0);
 	n->snapshot = true;
 	n->ts = snap[0];
@@ -1028,7 +1041,7 @@ min_valid_check(repl_member_t *m)
 	BSON_APPEND_INT64(&attr, "entriesApplied", (int64_t)applied);
 	if (repl_raft_min_valid_clear(m->dir, &err) != 0) {
 		BSON_APPEND_UTF8(&attr, "error", err.msg != NULL ? err.msg : "");
-		tlog('W', "REPL", 5000310, "could not store that this member applied through its minValid", &attr);
+		tlog('W', "REPL", 5000320, "could not store that this member applied through its minValid", &attr);
 		terr_clear(&err);
 		bson_destroy(&attr);
 		return;
@@ -1039,7 +1052,7 @@ min_valid_check(repl_member_t *m)
 		repl_set_raft_role(m->o.rs, follower_state_locked(m), (int64_t)m->term);
 	wake(m);
 	pthread_mutex_unlock(&m->lock);
-	tlog('I', "REPL", 5000311, "this member applied the set's log through its minValid: SECONDARY", &attr);
+	tlog('I', "REPL", 5000321, "this member applied the set's log through its minValid: SECONDARY", &attr);
 	bson_destroy(&attr);
 }
 
@@ -1225,6 +1238,18 @@ drop_message(struct raft_message *msg)
 	}
 }
 
+/* The term of a leader's message (AppendEntries, InstallSnapshot); 0 for
+ * any other. */
+static raft_term
+leader_msg_term(const struct raft_message *msg)
+{
+	if (msg->type == RAFT_IO_APPEND_ENTRIES)
+		return msg->append_entries.term;
+	if (msg->type == RAFT_IO_INSTALL_SNAPSHOT)
+		return msg->install_snapshot.term;
+	return 0;
+}
+
 /*
  * A message from a server outside this member's Raft configuration (one it
  * has: a new or emptied member has none yet and takes its first leader's).
@@ -1233,11 +1258,27 @@ drop_message(struct raft_message *msg)
  * higher term would make this member truncate its log to the old history
  * (or stop Raft on a committed entry), its votes would disrupt elections.
  * Dropped: this member never takes entries of two histories.
+ * But the leader this member took entries or a snapshot from in its term stays
+ * its leader for that term, whatever configuration those brought: a
+ * snapshot carries the configuration committed when it was taken, which
+ * may predate the leader's joining (a set grown from one member, its first
+ * member since removed; a forced member's snapshot taken by the member it
+ * forced out), and a log replayed from its start passes through such
+ * configurations too.  Refusing that leader's next message would leave the
+ * member behind for good (the leader's raft_assign of it failing with
+ * RAFT_NOCONNECTION) and let it elect itself the single voter of the
+ * snapshot's configuration.  One leader per term: a removed member coming
+ * back in a later term is still a stranger.
  */
 static bool
-from_stranger(const struct raft *r, const struct raft_message *msg)
+from_stranger(const repl_member_t *m, const struct raft_message *msg)
 {
+	const struct raft *r = &m->raft;
+	raft_term t = leader_msg_term(msg);
+
 	if (r->configuration.n == 0)
+		return false;
+	if (t != 0 && m->followed_term == t && m->followed_id == msg->server_id)
 		return false;
 	for (unsigned i = 0; i < r->configuration.n; i++)
 		if (r->configuration.servers[i].id == msg->server_id)
@@ -1345,7 +1386,7 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 	repl_member_t *m = ((struct raft *)io->data)->data;
 	bson_t data;
 
-	if (from_stranger(&m->raft, msg)) {
+	if (from_stranger(m, msg)) {
 		if (!m->stranger_logged) {
 			m->stranger_logged = true;
 			log_msg('W', 5000270, "dropped Raft messages from a server outside this member's configuration",
@@ -1377,6 +1418,10 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 	if (msg->type == RAFT_IO_REQUEST_VOTE && !msg->request_vote.pre_vote)
 		vote_seen(m, &msg->request_vote);
 	lost_log_check(m, msg);
+	if (leader_msg_term(msg) != 0) {
+		m->followed_id = msg->server_id;
+		m->followed_term = leader_msg_term(msg);
+	}
 	m->raft_recv(io, msg);
 	/* a message of a higher term deposed this leader: no longer PRIMARY
 	 * at once, not at the next watch tick -- meanwhile its writers took
@@ -2416,7 +2461,7 @@ repl_member_start(const repl_member_options_t *o, repl_member_t **out, terr_t *e
 		bson_t attr = BSON_INITIALIZER;
 		BSON_APPEND_INT64(&attr, "minValidIndex", (int64_t)m->min_valid.index);
 		BSON_APPEND_INT64(&attr, "minValidTerm", (int64_t)m->min_valid.term);
-		tlog('I', "REPL", 5000312, "this member starts without the set's history: STARTUP2 until it applied "
+		tlog('I', "REPL", 5000322, "this member starts without the set's history: STARTUP2 until it applied "
 		    "the set's log through its minValid", &attr);
 		bson_destroy(&attr);
 	}
@@ -2891,9 +2936,11 @@ repl_member_submit_config(repl_member_t *m, const bson_t *entry)
 typedef struct compact_arg {
 	unsigned threshold;           /* in: the snapshot threshold to set (0: leave it) */
 	raft_index snapshot_index;    /* out: the index of Raft's last snapshot (0: none) */
+	bool names_self;              /* out: that snapshot's configuration names this member */
 } compact_arg_t;
 
-/* Loop thread: the threshold set, the last snapshot's index read. */
+/* Loop thread: the threshold set, the last snapshot's index and whether its
+ * configuration surely names this member (snapshot_self) read. */
 static void
 compact_on_loop(struct raft *r, void *arg)
 {
@@ -2902,6 +2949,7 @@ compact_on_loop(struct raft *r, void *arg)
 	if (a->threshold > 0)
 		raft_set_snapshot_threshold(r, a->threshold);
 	a->snapshot_index = r->log.snapshot.last_index;
+	a->names_self = ((repl_member_t *)r->data)->snapshot_self;
 }
 
 /* One no-op entry written as primary and waited for until committed:
@@ -2927,10 +2975,11 @@ compact_noop(repl_member_t *m, storage_session_t *s, int64_t deadline_us, terr_t
 }
 
 int
-repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err)
+repl_member_compact(repl_member_t *m, bool stale_only, int64_t deadline_us, terr_t *err)
 {
 	storage_session_t *s = NULL;
-	compact_arg_t a = {0, 0};
+	compact_arg_t a = {0, 0, false};
+	raft_index before;
 	int ret = 0;
 
 	pthread_mutex_lock(&m->lock);
@@ -2939,12 +2988,14 @@ repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err)
 		return terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary");
 	}
 	pthread_mutex_unlock(&m->lock);
-	/* a snapshot already taken will do: a new member's first AppendEntries
-	 * (from index 1) becomes the snapshot whenever one exists */
+	/* a snapshot already taken will do when its configuration names this
+	 * leader: a new member's first AppendEntries (from index 1) becomes the
+	 * snapshot whenever one exists */
 	if (repl_member_on_loop(m, compact_on_loop, &a, deadline_us) != 0)
 		return terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
-	if (a.snapshot_index > 0)
+	if ((a.snapshot_index > 0 && a.names_self) || (stale_only && a.snapshot_index == 0))
 		return 0;
+	before = a.snapshot_index;
 	RET(storage_session_open(m->o.st, &s, err));
 	/* the snapshot's optime must be an oplog entry the set's log carries:
 	 * one committed before the threshold drops */
@@ -2956,23 +3007,23 @@ repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err)
 	}
 	/* Raft takes the snapshot as it applies the next entry (again at the
 	 * next one when the applier was not ready: RAFT_BUSY) */
-	while (ret == 0 && a.snapshot_index == 0) {
+	while (ret == 0 && a.snapshot_index <= before) {
 		int64_t until = tm_now_us() + 200 * 1000;
 		ret = compact_noop(m, s, deadline_us, err);
-		while (ret == 0 && a.snapshot_index == 0 && tm_now_us() < until) {
+		while (ret == 0 && a.snapshot_index <= before && tm_now_us() < until) {
 			struct timespec nap = {0, 10 * 1000 * 1000};
 			a.threshold = 0;
 			if (repl_member_on_loop(m, compact_on_loop, &a, deadline_us) != 0 ||
 			    (deadline_us > 0 && tm_now_us() >= deadline_us))
 				ret = terr_set(err, TERR_EXCEEDED_TIME_LIMIT, "the set's log was not compacted in time");
-			else if (a.snapshot_index == 0)
+			else if (a.snapshot_index <= before)
 				nanosleep(&nap, NULL);
 		}
 	}
 	/* the usual threshold again, whatever happened (a loop that stopped
 	 * meanwhile takes its own at the next start) */
 	{
-		compact_arg_t back = {SNAPSHOT_THRESHOLD, 0};
+		compact_arg_t back = {SNAPSHOT_THRESHOLD, 0, false};
 		(void)repl_member_on_loop(m, compact_on_loop, &back, tm_now_us() + 5 * 1000 * 1000);
 	}
 	storage_session_close(s);

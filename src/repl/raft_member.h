@@ -213,12 +213,17 @@ int repl_member_wait_count(repl_member_t *m, repl_ts_t ts, int n, int64_t deadli
  * the data written before the move -- and gets the snapshot and copies the
  * data instead (initial_sync.h).  The snapshot covers at least one oplog
  * entry of Raft's own (its ts is in this member's oplog).  Nothing is
- * written when Raft holds a snapshot already (libraft sends it to any
- * member whose log starts empty).  0; -1 with err:
- * 10107 when this member is not primary, 262 ExceededTimeLimit when no
- * snapshot was taken by deadline_us (the log is left as it is).
+ * written when Raft holds a snapshot already whose configuration names this
+ * member (libraft sends it to any member whose log starts empty); one whose
+ * configuration lacks it (taken when another member led, or before this
+ * one joined: the moved set's snapshot once its founding member is gone)
+ * is replaced by a new one, so a member added gets the leader's committed
+ * configuration with the data.  stale_only: only that replacement, nothing
+ * when Raft holds no snapshot (the log replays from its start).  0; -1
+ * with err: 10107 when this member is not primary, 262 ExceededTimeLimit
+ * when no snapshot was taken by deadline_us (the log is left as it is).
  */
-int repl_member_compact(repl_member_t *m, int64_t deadline_us, terr_t *err);
+int repl_member_compact(repl_member_t *m, bool stale_only, int64_t deadline_us, terr_t *err);
 
 /*
  * replSetStepDown: stop taking writes at once and hand the leadership to

@@ -55,6 +55,21 @@ step_run(struct raft *r, void *arg)
 	step_t *s = arg;
 	int rv;
 
+	const struct raft_server *have = NULL;
+
+	for (unsigned i = 0; i < r->configuration.n; i++)
+		if (r->configuration.servers[i].id == s->id)
+			have = &r->configuration.servers[i];
+	/* done already (an rs.add() retried after its raft_assign failed: the
+	 * member was added to Raft, its role not assigned): nothing to change */
+	if (have != NULL && r->state == RAFT_LEADER && r->configuration_uncommitted_index == 0 &&
+	    ((s->kind == 0 && strcmp(have->address, s->addr) == 0) || (s->kind == 1 && have->role == s->role))) {
+		pthread_mutex_lock(&step_mu);
+		s->done = true;
+		pthread_cond_broadcast(&step_cond);
+		pthread_mutex_unlock(&step_mu);
+		return;
+	}
 	if (s->kind == 0)
 		rv = raft_add(r, &s->req, s->id, s->addr, step_cb);
 	else if (s->kind == 1)

@@ -38,7 +38,10 @@ typedef struct repl_member_change {
  * committed; -1 with err: 10107 when m is not (or no longer) the leader,
  * 74 NodeNotFound when a new member's log could not be caught up by
  * deadline_us, 93 for a change Raft refused (its message).  A change that
- * timed out may still complete later (Raft keeps it going).
+ * timed out may still complete later (Raft keeps it going).  A change Raft's
+ * configuration already holds (an ADD of the id at the same address, an
+ * ASSIGN of the role it has: a reconfig retried after its raft_assign
+ * failed) is done without a Raft entry.
  */
 int repl_member_change_apply(repl_member_t *m, const repl_member_change_t *ch, int n, int64_t deadline_us,
                              terr_t *err);

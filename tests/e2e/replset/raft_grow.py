@@ -10,8 +10,11 @@ SECONDARY); every member then holds the same collections (a hash of each in
 _id order), indexes and view.  Then kill -9 of the primary under a
 `w: "majority"` retryable write load: a new primary, every acknowledged
 write on every member, equal data; the killed member comes back; last, all
-three are restarted and the set has a primary again; rs.remove() of a
-member leaves it REMOVED and majority writes go on.  Refusals kept: a
+three are restarted and the set has a primary again; rs.remove() of the
+founding member (under another primary) leaves it REMOVED and majority
+writes go on; added back with its data it follows the primary although
+the set's snapshot names it alone -- an rs.add() whose Raft catch-up fails
+answers 74 and the same rs.add() retried succeeds.  Refusals kept: a
 member holding data of its own is refused (74, nothing changes); a move
 that fails (Raft's port taken) leaves the single primary without Raft.
 
@@ -127,7 +130,7 @@ def add_member(primary, host):
 
 def main():
     global checks
-    cl = Cluster(TAMGAD, n=4)
+    cl = Cluster(TAMGAD, n=4, extra=["--setParameter", "enableTestCommands=1"])
     m0, m1, m2, spare = cl.members
     try:
         m0.start()
@@ -272,8 +275,17 @@ def main():
         for m in members:
             check(data_of(m) == before, "%s data equal after the restart" % m.host)
 
-        # rs.remove() of a member: REMOVED, majority writes go on with two
-        gone = [m for m in members if m is not p][0]
+        # rs.remove() of a member: REMOVED, majority writes go on with two.
+        # The founding member m0 goes, under another primary: the set's
+        # snapshot (taken at the move) names m0 alone
+        if p is m0:
+            with m0.client() as c:
+                try:
+                    c.admin.command("replSetStepDown", 10, force=True)
+                except PyMongoError:
+                    pass
+            p = cl.wait_primary(timeout=30, among=[m1, m2])
+        gone = m0
         cfg = get_config(p)
         cfg["version"] += 1
         cfg["members"] = [x for x in cfg["members"] if x["host"] != gone.host]
@@ -284,8 +296,46 @@ def main():
             c.grow.get_collection("w", write_concern=WriteConcern(w="majority", wtimeout=30000)).insert_one(
                 {"_id": "after-remove"})
             check(len(c.admin.command("hello")["hosts"]) == 2, "two members after rs.remove")
+
+        # m0 added back with its data (the removed-member path: its Raft log
+        # emptied, the primary's snapshot sent, whose configuration names m0
+        # alone).  First with m0 dropping the primary's Raft messages (fail
+        # point): Raft's catch-up of it fails (74) and the set is unchanged;
+        # then the same rs.add() retried, the fail point off: m0 follows the
+        # primary although the snapshot's configuration does not name it
+        # (it does not elect itself), SECONDARY, equal data
+        back = get_config(p)
+        back["version"] += 1
+        back["members"].append({"_id": 0, "host": m0.host})
+        with m0.client() as c:
+            c.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="alwaysOn",
+                            data={"hosts": [m.host for m in members if m is not m0]})
+        t = time.time()
+        try:
+            with p.client() as c:
+                c.admin.command("replSetReconfig", back, maxTimeMS=60000)
+            raise AssertionError("rs.add of a member that cannot catch up succeeded")
+        except PyMongoError as e:
+            check(code_of(e) == 74, "rs.add of a member that cannot catch up: 74, got %r (%s)" % (code_of(e), e))
+        fail_secs = time.time() - t
+        check(len(get_config(p)["members"]) == 2, "the failed rs.add left the configuration as it was")
+        with m0.client() as c:
+            c.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="off")
+        with p.client() as c:
+            r = c.admin.command("replSetReconfig", back, maxTimeMS=60000)
+        check(r.get("ok") == 1, "the same rs.add retried: %r" % r)
+        wait_state(m0, [2], timeout=60)
+        with p.client() as c:
+            r = c.grow.command("insert", "w", documents=[{"_id": "back"}], writeConcern={"w": 3, "wtimeout": 30000})
+            check("writeConcernError" not in r, "w: 3 with m0 back: %r" % r)
+            check(c.admin.command("hello")["primary"] == p.host, "the primary stayed the primary")
+        wait_equal(members, "grow", "w", timeout=60)
+        check(data_of(m0) == before, "m0 data equal after its re-add")
+        with m0.client() as c:
+            check(c.admin.command("replSetGetStatus")["myState"] == 2, "m0 is SECONDARY, not a leader of its own")
         print("raft_grow: %d checks passed (first rs.add %.1f s, failover %.1f s, %d writes across the move, "
-              "%d majority writes across the kill)" % (checks, add_secs, failover, len(w1.acked), len(w2.acked)))
+              "%d majority writes across the kill, failed re-add %.1f s)" % (checks, add_secs, failover,
+                                                                             len(w1.acked), len(w2.acked), fail_secs))
         cl.__exit__(None, None, None)
     except BaseException:
         cl.__exit__(*sys.exc_info())

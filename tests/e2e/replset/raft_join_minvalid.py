@@ -130,7 +130,7 @@ def main():
         judge(poll.seen, N, "added")
         with open(new.log, "rb") as f:
             log = f.read()
-        check(b'"id":5000312' in log and b'"id":5000311' in log, "the member logged its minValid and reaching it")
+        check(b'"id":5000322' in log and b'"id":5000321' in log, "the member logged its minValid and reaching it")
         check(b'"id":21164' not in log, "no copy ran: the log was replayed from its first entry")
         deadline = time.time() + 15   # the primary learns it from a heartbeat (every 2 s)
         with p.client() as c:
@@ -158,7 +158,7 @@ def main():
         judge(poll.seen, N + M, "wiped")
         with open(new.log, "rb") as f:
             log = f.read()
-        check(log.count(b'"id":5000311') >= 2, "the wiped member reached its minValid again")
+        check(log.count(b'"id":5000321') >= 2, "the wiped member reached its minValid again")
         # a restart before its minValid: wiped again, its applier held
         # (mongod's rsSyncApplyStop fail point) once it has the
         # configuration, killed while STARTUP2, started again: STARTUP2

@@ -142,7 +142,7 @@ def main():
         deadline = time.time() + 15
         handed = []
         while not handed and time.time() < deadline:
-            handed = [e for e in log_entries(a, 5000261) if e.get("attr", {}).get("member") == b.host]
+            handed = [e for e in log_entries(a, 5000323) if e.get("attr", {}).get("member") == b.host]
             time.sleep(0.1)
         check(handed and handed[-1]["attr"]["raftIndex"] == fl["voteFloorIndex"] and
               fl["voteFloor"] == handed[-1]["attr"]["term"] + 1,

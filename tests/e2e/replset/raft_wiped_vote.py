@@ -97,7 +97,7 @@ def main():
             early = e.code
         check(early in (94, None), "a wiped member before the hand-over: 94 NotYetInitialized, got %r" % early)
         check(wait_state(w, [2], 60) == 2, "the wiped member is SECONDARY again")
-        handed = [e for e in log_entries(p, 5000261) if e.get("attr", {}).get("member") == w.host]
+        handed = [e for e in log_entries(p, 5000323) if e.get("attr", {}).get("member") == w.host]
         check(handed, "the primary logged the hand-over to %s" % w.host)
         t_hand = handed[-1]["attr"]["term"]
         floors = log_entries(w, 5000292)
