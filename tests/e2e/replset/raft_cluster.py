@@ -5,7 +5,11 @@ member with Member too.
 
 Each member gets a free port p whose Raft port p + 1000 is free too (see
 src/repl/raft_member.h), its own --dbpath under a temporary folder, and is
-stopped by the test (SIGTERM, then SIGKILL) whatever happens.
+stopped by the test (SIGTERM, then SIGKILL) whatever happens; a set's
+members start and stop side by side (each()).  The scripts share check() /
+report() (their pass count, the closing lines ctest shows; each check's
+time with TAMGA_CHECK_TIMES=1), coll_hash() / wait_equal() (data equality)
+and raft_compacted() (a member's Raft snapshot and log).
 """
 import hashlib
 import os
