@@ -37,30 +37,47 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-PORT=$(free_port)
-SOCKET="$WORK/mongodb-$PORT.sock"
-SOCKET_FLAGS=(--unixSocketPrefix "$WORK")
-if [ ${#SOCKET} -ge 100 ]; then
-	# too long for a socket address (108 bytes): TCP only
-	SOCKET=""
-	SOCKET_FLAGS=(--nounixsocket)
-fi
-"$TAMGAD" --port "$PORT" --bind_ip 127.0.0.1 --dbpath "$WORK/db" "${SOCKET_FLAGS[@]}" "${EXTRA[@]}" >"$LOG" 2>&1 &
-PID=$!
+# Ready once this process's own log says "Waiting for connections" (a
+# connect alone could reach another test's server on the same port when
+# tests run side by side); a port taken between free_port and tamgad's
+# bind ("Address already in use") is tried again with another one.
+start_tamgad() {
+	PORT=$(free_port)
+	SOCKET="$WORK/mongodb-$PORT.sock"
+	SOCKET_FLAGS=(--unixSocketPrefix "$WORK")
+	if [ ${#SOCKET} -ge 100 ]; then
+		# too long for a socket address (108 bytes): TCP only
+		SOCKET=""
+		SOCKET_FLAGS=(--nounixsocket)
+	fi
+	local from
+	from=$(($(wc -c <"$LOG") + 1))
+	"$TAMGAD" --port "$PORT" --bind_ip 127.0.0.1 --dbpath "$WORK/db" "${SOCKET_FLAGS[@]}" "${EXTRA[@]}" >>"$LOG" 2>&1 &
+	PID=$!
+	for _ in $(seq 1 600); do
+		if tail -c +"$from" "$LOG" | grep -q '"Waiting for connections"'; then
+			return 0
+		fi
+		if ! kill -0 "$PID" 2>/dev/null; then
+			wait "$PID" 2>/dev/null
+			tail -c +"$from" "$LOG" | grep -q "Address already in use" && return 2
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 1
+}
 
 cleanup_dir() { rm -rf "$WORK"; }
 
-# wait for the port (or the process to die)
+: >"$LOG"
 ready=0
-for _ in $(seq 1 300); do
-	if ! kill -0 "$PID" 2>/dev/null; then
-		break
-	fi
-	if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(0 if s.connect_ex(('127.0.0.1',$PORT))==0 else 1)" 2>/dev/null; then
-		ready=1
-		break
-	fi
-	sleep 0.1
+for _ in 1 2 3 4 5; do
+	start_tamgad
+	st=$?
+	[ $st -eq 2 ] && continue
+	[ $st -eq 0 ] && ready=1
+	break
 done
 if [ $ready -ne 1 ]; then
 	echo "with_tamgad: tamgad did not start on port $PORT; log:" >&2

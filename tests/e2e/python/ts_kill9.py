@@ -156,12 +156,15 @@ def main():
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         th.join(60)
-        client.close()
         in_flight = result.get("in_flight")
         check("the writer saw the kill mid-ingest", in_flight is not None and len(acked) >= 25,
               "acked %d, errors %r" % (len(acked), errors[:1]))
 
+        # the old client is closed once a server answers again: closed with
+        # none, its endSessions waited serverSelectionTimeoutMS (20 s) for one
+        old = client
         proc, client = start(dbpath, port, log)
+        old.close()
         db = client.get_database("tsk", write_concern=WriteConcern(w=1, j=True))
         check_state(db, acked, in_flight, "after kill -9")
         # the recovered buckets take appends again
@@ -170,16 +173,16 @@ def main():
         ingest(db.m, nxt, 15, more, errors)
         acked2 = acked + more
         check_state(db, acked2, in_flight, "after more ingest")
+        client.close()   # before the stop (see above)
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-        client.close()
 
         proc, client = start(dbpath, port, log)
         db = client.get_database("tsk")
         check_state(db, acked2, in_flight, "after a clean restart")
+        client.close()
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-        client.close()
     finally:
         log.close()
         shutil.rmtree(work, ignore_errors=True)

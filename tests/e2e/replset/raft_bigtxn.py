@@ -32,18 +32,10 @@ from pymongo.errors import PyMongoError
 from pymongo.read_concern import ReadConcern
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, wait_equal  # noqa: E402
+from raft_cluster import Cluster, Member, check, each, report, wait_equal  # noqa: E402
 
 TAMGAD = sys.argv[1]
 MB = 1024 * 1024
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def uuid_bytes(u):
@@ -197,8 +189,7 @@ def rollback_chain(cl):
         time.sleep(0.5)   # the journal flusher takes it (w: 1, j: false)
         p.kill9()
     finally:
-        for m in others:
-            m.start()
+        each(Member.start, others)
     np = cl.wait_primary(30, among=others)
     with np.client() as c:
         c.big.rb.with_options(write_concern=WriteConcern(w="majority")).insert_one({"_id": "after"})
@@ -256,7 +247,7 @@ def main():
         for run in range(int(os.environ.get("BIGTXN_KILLS", "1"))):
             kill_during_commit(cl, run)
         rollback_chain(cl)
-    print("raft_bigtxn: %d checks passed" % checks)
+    report("raft_bigtxn")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,11 @@ member with Member too.
 
 Each member gets a free port p whose Raft port p + 1000 is free too (see
 src/repl/raft_member.h), its own --dbpath under a temporary folder, and is
-stopped by the test (SIGTERM, then SIGKILL) whatever happens.
+stopped by the test (SIGTERM, then SIGKILL) whatever happens; a set's
+members start and stop side by side (each()).  The scripts share check() /
+report() (their pass count, the closing lines ctest shows; each check's
+time with TAMGA_CHECK_TIMES=1), coll_hash() / wait_equal() (data equality)
+and raft_compacted() (a member's Raft snapshot and log).
 """
 import hashlib
 import os
@@ -14,9 +18,11 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
-import bson
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
 from pymongo import MongoClient
 
 RAFT_OFFSET = 1000
@@ -146,6 +152,30 @@ class Member:
             return ""
 
 
+def each(fn, members):
+    """fn(m) for every member at once, one thread each (the members start
+    and stop side by side: a set's start or stop costs one member's, not
+    three); returns their results in order, or raises the first error once
+    every call has ended."""
+    results = [None] * len(members)
+    errors = []
+
+    def run(i, m):
+        try:
+            results[i] = fn(m)
+        except BaseException as e:   # noqa: BLE001 -- raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i, m)) for i, m in enumerate(members)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
 class Cluster:
     def __init__(self, tamgad, n=3, set_name="rs0", extra=None):
         self.dir = tempfile.mkdtemp(prefix="tamga-raft-", dir=os.environ.get("TMPDIR", "/tmp"))
@@ -154,23 +184,29 @@ class Cluster:
                         for i, p in enumerate(free_ports(n))]
 
     def __enter__(self):
-        for m in self.members:
-            m.start()
+        try:
+            each(Member.start, self.members)
+        except BaseException:
+            each(Member.stop, self.members)
+            raise
         return self
 
     def __exit__(self, *exc):
-        bad = []
         for m in self.members:
             if m.proc is not None and m.proc.poll() is None:
                 m.resume()   # a test that failed while a member was paused
-            rc = m.stop()
-            if rc not in (0, None):
-                bad.append((m.host, rc))
+        rcs = each(Member.stop, self.members)
+        bad = [(m.host, rc) for m, rc in zip(self.members, rcs) if rc not in (0, None)]
         if exc[0] is not None or bad:
             for m in self.members:
                 print("---- log of %s ----\n%s" % (m.host, m.tail()))
         if bad and exc[0] is None:
             raise AssertionError("members did not stop cleanly: %r" % bad)
+        keep = os.environ.get("TAMGA_KEEP_LOGS")   # a folder: the members' logs are copied there
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            for m in self.members:
+                subprocess.call(["cp", m.log, keep])
         subprocess.call(["rm", "-rf", self.dir])
         return False
 
@@ -200,12 +236,17 @@ class Cluster:
         raise AssertionError("no primary within %ss" % timeout)
 
 
+_RAW = CodecOptions(document_class=RawBSONDocument)
+
+
 def coll_hash(client, db, coll):
     """sha1 of every document of db.coll in _id order (the data-equality
-    check of the issue)."""
+    check of the issue): the bytes each member sends, taken as they are
+    (decoding each document and encoding it again cost seconds per check on
+    the large collections, and could only hide a difference)."""
     h = hashlib.sha1()
-    for d in client[db][coll].find({}, sort=[("_id", 1)]):
-        h.update(bson.encode(d))
+    for d in client[db].get_collection(coll, codec_options=_RAW).find({}, sort=[("_id", 1)]):
+        h.update(d.raw)
     return h.hexdigest()
 
 
@@ -259,3 +300,51 @@ def wait_state(m, states, timeout=60):
                 return 10   # a REMOVED member answers rs.status() with 93
         time.sleep(0.2)
     raise AssertionError("%s: state %r, wanted %r" % (m.host, st, states))
+
+
+# ---- the scripts' pass/fail counter (one for every script that imports it)
+#
+# check(cond, what) raises AssertionError(what) when cond is false (the
+# script stops there: what follows would test a broken set) and counts a
+# pass otherwise; report(name, t0) prints the closing lines ctest shows.
+# With TAMGA_CHECK_TIMES=1 each passed check is also printed with the
+# seconds since the script started and since the previous check: where a
+# test spends its time, without a profiler.
+_checks = {"passed": 0, "t0": time.monotonic(), "last": time.monotonic()}
+_times = os.environ.get("TAMGA_CHECK_TIMES") not in (None, "", "0")
+
+
+def check(cond, what):
+    """Counts a pass, or raises AssertionError(what)."""
+    if not cond:
+        raise AssertionError(what)
+    _checks["passed"] += 1
+    if _times:
+        now = time.monotonic()
+        print("[%7.2fs +%6.2fs] %s" % (now - _checks["t0"], now - _checks["last"], str(what)[:100]), flush=True)
+        _checks["last"] = now
+
+
+def passed():
+    """How many checks passed so far."""
+    return _checks["passed"]
+
+
+def report(name, t0=None):
+    """The closing lines: "<name>: N checks passed in S s" and "N passed,
+    0 failed" (a failed check has raised before)."""
+    took = "" if t0 is None else " in %.1fs" % (time.time() - t0)
+    print("%s: %d checks passed%s" % (name, _checks["passed"], took))
+    print("%d passed, 0 failed" % _checks["passed"])
+
+
+def raft_compacted(m):
+    """The member's Raft folder: (snapshot files, the first index of its
+    oldest closed segment or None, every name) -- a leader past its
+    snapshot threshold (src/repl/raft_member.c) has a snapshot and a first
+    index above 1."""
+    names = os.listdir(os.path.join(m.dbpath, "raft"))
+    snaps = [n for n in names if n.startswith("snapshot-") and not n.endswith(".meta")]
+    closed = sorted(n for n in names if "-" in n and n[0].isdigit())
+    first = int(closed[0].split("-")[0]) if closed else None
+    return snaps, first, names

@@ -34,7 +34,7 @@ from pymongo.errors import OperationFailure
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "txn"))
-from raft_cluster import Cluster  # noqa: E402
+from raft_cluster import Cluster, check, report  # noqa: E402
 from retry_big_reply import all_results, cmd_seq  # noqa: E402
 from retry_restart import Conn  # noqa: E402
 
@@ -42,14 +42,6 @@ TAMGAD = sys.argv[1]
 ET = 2000   # settings.electionTimeoutMillis
 T0 = datetime.datetime(2026, 1, 1)
 DB = "rts"
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def strip(r):
@@ -145,14 +137,18 @@ def end_raw(s):
 LAST_STEPDOWN = [0.0]
 
 
+STEPDOWN_SECS = 4   # the period matters not here (e2e.replset_freeze tests it)
+
+
 def stepdown(p):
-    """replSetStepDown 10 on p, once the previous stepped-down member's
-    period ended (it is electable again: a caught-up secondary exists)"""
-    time.sleep(max(0.0, LAST_STEPDOWN[0] + 11 - time.time()))
+    """replSetStepDown STEPDOWN_SECS on p, once the previous stepped-down
+    member's period ended (it is electable again: a caught-up secondary
+    exists); a period of 10 s made the test wait 21 s for them"""
+    time.sleep(max(0.0, LAST_STEPDOWN[0] + STEPDOWN_SECS + 1 - time.time()))
     LAST_STEPDOWN[0] = time.time()
     with p.client() as c:
         try:
-            c.admin.command("replSetStepDown", 10, secondaryCatchUpPeriodSecs=5)
+            c.admin.command("replSetStepDown", STEPDOWN_SECS, secondaryCatchUpPeriodSecs=STEPDOWN_SECS - 1)
         except OperationFailure as e:
             raise AssertionError("replSetStepDown: %s" % e)
         except Exception:
@@ -277,7 +273,7 @@ def main():
             end_raw(x)
         end_raw(sess2)
         rs.close()
-    print("raft_retry_ts: %d checks passed" % checks)
+    report("raft_retry_ts")
 
 
 if __name__ == "__main__":

@@ -44,17 +44,9 @@ from pymongo import MongoClient, ReadPreference, WriteConcern
 from pymongo.errors import OperationFailure, PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, coll_hash  # noqa: E402
+from raft_cluster import Cluster, Member, check, coll_hash, each, raft_compacted, report  # noqa: E402
 
 TAMGAD = sys.argv[1]
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def state_of(m):
@@ -180,8 +172,7 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False, retry_on_old=False):
         else:
             p.proc.send_signal(signal.SIGSTOP)
     finally:
-        for m in others:
-            m.start()
+        each(Member.start, others)
     np = cl.wait_primary(20, among=others)
     with np.client() as c:
         db = c.get_database("rb", write_concern=WriteConcern(w="majority"))
@@ -197,13 +188,20 @@ def one_round(cl, p, rnd, kill, ddl=False, far=False, retry_on_old=False):
             db = c.get_database("rb", write_concern=WriteConcern(w=1))
             for i in range(0, 18000, 500):
                 db.far.insert_many([{"_id": j} for j in range(i, i + 500)])
-            # Raft asks for a snapshot as it applies entries: a few more,
-            # once the applier has caught up, so one is taken
-            time.sleep(1)
-            for i in range(20):
+            # Raft asks for a snapshot as it applies entries: a few more
+            # until one is taken and the log compacted (was: fixed sleeps
+            # of 5 s; the old primary's catch-up from the leader's oplog,
+            # checked below, needs that snapshot either way)
+            deadline = time.time() + 60
+            i = 0
+            while True:
+                snaps, first, names = raft_compacted(np)
+                if (snaps and first and first > 1) or time.time() > deadline:
+                    break
                 db.far.insert_one({"_id": "tick%d" % i})
+                i += 1
                 time.sleep(0.1)
-        time.sleep(2)
+            check(snaps and first and first > 1, "the new primary compacted its Raft log: %r" % names)
     if kill:
         p.start()
     else:
@@ -307,8 +305,7 @@ def main():
         p = one_round(cl, p, 2, kill=False)
         p = one_round(cl, p, 3, kill=True, ddl=True)
         p = one_round(cl, p, 4, kill=True, far=True)
-    print("raft_rollback: %d checks passed in %.1fs" % (checks, time.time() - t0))
-    print("%d passed, 0 failed" % checks)
+    report("raft_rollback", t0)
 
 
 if __name__ == "__main__":

@@ -31,19 +31,11 @@ from pymongo import ReadPreference, WriteConcern
 from pymongo.errors import PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, coll_hash  # noqa: E402
+from raft_cluster import Cluster, check, coll_hash, raft_compacted, report  # noqa: E402
 
 TAMGAD = sys.argv[1]
 # src/repl/raft_member.c: SNAPSHOT_THRESHOLD + SNAPSHOT_TRAILING
 ENOUGH = 8192 + 8192 + 1500
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def load(p, coll, n, start=0):
@@ -54,15 +46,6 @@ def load(p, coll, n, start=0):
             k = min(500, start + n - i)
             db[coll].insert_many([{"_id": j, "v": j % 97, "s": "x" * 40} for j in range(i, i + k)], ordered=True)
             i += k
-
-
-def compacted(m):
-    raft = os.path.join(m.dbpath, "raft")
-    names = os.listdir(raft)
-    snaps = [n for n in names if n.startswith("snapshot-") and not n.endswith(".meta")]
-    closed = sorted(n for n in names if "-" in n and n[0].isdigit())
-    first = int(closed[0].split("-")[0]) if closed else None
-    return snaps, first, names
 
 
 def wait_equal_secondary(cl, m, colls, timeout=90):
@@ -122,7 +105,7 @@ def behind(cl, p):
     print("behind: %d entries in %.1fs" % (ENOUGH, time.time() - t0))
     deadline = time.time() + 20
     while True:
-        snaps, first, names = compacted(p)
+        snaps, first, names = raft_compacted(p)
         if (snaps and first and first > 1) or time.time() > deadline:
             break
         time.sleep(0.5)
@@ -327,8 +310,7 @@ def main():
         wiped(cl, p)
         p = cl.wait_primary(10)
         held(cl, p)
-    print("raft_sync: %d checks passed in %.1fs" % (checks, time.time() - t0))
-    print("%d passed, 0 failed" % checks)
+    report("raft_sync", t0)
 
 
 if __name__ == "__main__":
