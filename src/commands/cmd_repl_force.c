@@ -211,7 +211,7 @@ cmd_repl_member_force_reconfig(cmd_t *c, const bson_t *cfg, terr_t *err)
 	if (!repl_set_initiated(e->rs))
 		return terr_set(err, TERR_NOT_YET_INITIALIZED, "Node not yet initialized; use the replSetInitiate command");
 	if (pthread_mutex_trylock(&force_mu) != 0)
-		return terr_set(err, 109 /* ConfigurationInProgress */,
+		return terr_set(err, TERR_CONFIGURATION_IN_PROGRESS,
 		    "Cannot run replSetReconfig because the node is currently updating its configuration");
 	repl_set_config_copy(e->rs, &old);
 	repl_set_info(e->rs, &in);
@@ -372,7 +372,7 @@ CMD_HANDLER(cmd_tamga_repl_set_force)
 	}
 	bson_destroy(&cur);
 	if (pthread_mutex_trylock(&force_mu) != 0)
-		return terr_set(err, 109 /* ConfigurationInProgress */,
+		return terr_set(err, TERR_CONFIGURATION_IN_PROGRESS,
 		    "Cannot run replSetReconfig because the node is currently updating its configuration");
 	ret = force_local(e, &cfg, err);
 	pthread_mutex_unlock(&force_mu);

@@ -370,7 +370,7 @@ cmd_repl_member_start_moved(engine_t *e, const bson_t *cfg, int64_t term, terr_t
 	pthread_mutex_lock(&swap_mu);
 	if (e->member != NULL) {
 		pthread_mutex_unlock(&swap_mu);
-		return terr_set(err, 109 /* ConfigurationInProgress */, "this node already runs replication between members");
+		return terr_set(err, TERR_CONFIGURATION_IN_PROGRESS, "this node already runs replication between members");
 	}
 	/* the folder of a node that never ran this set on Raft holds nothing of
 	 * the set's: emptied whole (libraft bootstraps only a folder without a

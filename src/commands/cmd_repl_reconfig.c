@@ -365,6 +365,46 @@ tell_removed(engine_t *e, const bson_t *cur, int64_t id, const char *host, const
 	return ok;
 }
 
+/* A reconfig's configurations: the stored one (old, its rows orow), the new
+ * one completed (full, version; its rows nrow and Raft peers), the term they
+ * were checked at.  Owned by the reconfig: plan_free. */
+typedef struct plan {
+	bson_t old;
+	bson_t *full;
+	row_t orow[REPL_MAX_MEMBERS], nrow[REPL_MAX_MEMBERS];
+	repl_member_peer_t *peers;
+	int on, nn, np, pself;
+	int64_t term, version;
+} plan_t;
+
+#define PLAN_INIT {.old = BSON_INITIALIZER, .pself = -1}
+
+/* The stored configuration and cfg checked as mongod checks a safe
+ * reconfig (check_reconfig), cfg completed and read into rows and peers.
+ * 0, or -1 with err (p keeps what it took: plan_free). */
+static int
+plan_prepare(engine_t *e, const bson_t *cfg, plan_t *p, terr_t *err)
+{
+	bson_destroy(&p->old);
+	repl_set_config_copy(e->rs, &p->old);
+	p->term = repl_set_term(e->rs);
+	RET(check_reconfig(e, &p->old, cfg, p->term, err));
+	p->version = int_field(cfg, "version", 0);
+	p->full = repl_set_config_completed_for(cfg, p->version, p->term, &p->old);
+	p->on = rows_of(&p->old, p->orow);
+	p->nn = rows_of(p->full, p->nrow);
+	return repl_member_peers(p->full, NULL, &p->peers, &p->np, &p->pself, err);
+}
+
+static void
+plan_free(plan_t *p)
+{
+	bson_free(p->peers);
+	if (p->full != NULL)
+		bson_destroy(p->full);
+	bson_destroy(&p->old);
+}
+
 /*
  * The configuration full (version) handed to each member of nrow that orow
  * does not have (or has at another host): a dry run to all, then, with
@@ -431,13 +471,11 @@ int
 cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 {
 	engine_t *e = c->engine;
-	bson_t old, entry = BSON_INITIALIZER;
-	bson_t *full = NULL;
-	row_t orow[REPL_MAX_MEMBERS], nrow[REPL_MAX_MEMBERS];
+	bson_t entry = BSON_INITIALIZER;
+	plan_t p = PLAN_INIT;
 	repl_member_change_t ch[REPL_MAX_MEMBERS * 2];
-	repl_member_peer_t *peers = NULL;
-	int on, nn, nch = 0, np = 0, pself = -1, ret = 0;
-	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
+	int nch = 0, ret = 0;
+	int64_t deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
 
 	/* mongod lets a forced reconfig through on any member (cmd_repl_force.c) */
 	if (force)
@@ -447,48 +485,38 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 		    "Safe reconfig is only allowed on a writable PRIMARY. Current state is %s",
 		    repl_state_name(repl_set_state(e->rs)));
 	if (pthread_mutex_trylock(&reconfig_mu) != 0)
-		return terr_set(err, 109 /* ConfigurationInProgress */,
+		return terr_set(err, TERR_CONFIGURATION_IN_PROGRESS,
 		    "Cannot run replSetReconfig because the node is currently updating its configuration");
 	if (c->deadline_us > 0 && c->deadline_us < deadline)
 		deadline = c->deadline_us;
-	repl_set_config_copy(e->rs, &old);
-	term = repl_set_term(e->rs);
-	if (check_reconfig(e, &old, cfg, term, err) != 0) {
-		ret = -1;
-		goto done;
-	}
-	version = int_field(cfg, "version", 0);
-	full = repl_set_config_completed_for(cfg, version, term, &old);
-	on = rows_of(&old, orow);
-	nn = rows_of(full, nrow);
-	if (repl_member_peers(full, NULL, &peers, &np, &pself, err) != 0) {
+	if (plan_prepare(e, cfg, &p, err) != 0) {
 		ret = -1;
 		goto done;
 	}
 	/* new members first get the configuration (all of them answer, or
 	 * nothing changes) */
-	if (hand_over(e, &old, orow, on, nrow, nn, peers, full, version, 2, deadline, err) != 0) {
+	if (hand_over(e, &p.old, p.orow, p.on, p.nrow, p.nn, p.peers, p.full, p.version, 2, deadline, err) != 0) {
 		ret = -1;
 		goto done;
 	}
 	/* Raft's changes: removals, then role changes, then additions */
-	for (int j = 0; j < on; j++) {
-		const row_t *n = by_id(nrow, nn, orow[j].id);
+	for (int j = 0; j < p.on; j++) {
+		const row_t *n = by_id(p.nrow, p.nn, p.orow[j].id);
 		/* removed, or moved to another host (added again below) */
-		if (n == NULL || strcmp(n->host, orow[j].host) != 0)
-			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_REMOVE, .member_id = orow[j].id};
+		if (n == NULL || strcmp(n->host, p.orow[j].host) != 0)
+			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_REMOVE, .member_id = p.orow[j].id};
 	}
-	for (int i = 0; i < nn; i++) {
-		const row_t *o = by_id(orow, on, nrow[i].id);
-		if (o != NULL && strcmp(o->host, nrow[i].host) == 0 && (o->o.votes > 0) != (nrow[i].o.votes > 0))
-			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_ASSIGN, .member_id = nrow[i].id,
-			    .voter = nrow[i].o.votes > 0};
+	for (int i = 0; i < p.nn; i++) {
+		const row_t *o = by_id(p.orow, p.on, p.nrow[i].id);
+		if (o != NULL && strcmp(o->host, p.nrow[i].host) == 0 && (o->o.votes > 0) != (p.nrow[i].o.votes > 0))
+			ch[nch++] = (repl_member_change_t){.op = REPL_CHANGE_ASSIGN, .member_id = p.nrow[i].id,
+			    .voter = p.nrow[i].o.votes > 0};
 	}
-	for (int i = 0; i < nn; i++) {
-		if (!is_new_or_moved(orow, on, &nrow[i]))
+	for (int i = 0; i < p.nn; i++) {
+		if (!is_new_or_moved(p.orow, p.on, &p.nrow[i]))
 			continue;
-		ch[nch] = (repl_member_change_t){.op = REPL_CHANGE_ADD, .member_id = nrow[i].id, .voter = nrow[i].o.votes > 0};
-		bson_strncpy(ch[nch].raft_addr, peers[i].raft_addr, sizeof(ch[nch].raft_addr));
+		ch[nch] = (repl_member_change_t){.op = REPL_CHANGE_ADD, .member_id = p.nrow[i].id, .voter = p.nrow[i].o.votes > 0};
+		bson_strncpy(ch[nch].raft_addr, p.peers[i].raft_addr, sizeof(ch[nch].raft_addr));
 		nch++;
 	}
 	/* a set of one member moved onto Raft (cmd_repl_member_grow) that takes
@@ -496,7 +524,7 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	 * new member would replay the log from its first entry and miss the
 	 * data written before the move (raft_member.h, repl_member_compact).
 	 * The Raft folder's mark says so, across a restart too, until done */
-	if (on == 1 && nn > 1 && e->raft_dir != NULL && repl_rejoin_compact_pending(e->raft_dir)) {
+	if (p.on == 1 && p.nn > 1 && e->raft_dir != NULL && repl_rejoin_compact_pending(e->raft_dir)) {
 		if (repl_member_compact(e->member, false, deadline, err) != 0) {
 			ret = -1;
 			goto done;
@@ -520,7 +548,7 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	}
 	/* the configuration itself, in the set's log; this node answers once
 	 * it adopted it */
-	BSON_APPEND_DOCUMENT(&entry, REPL_MEMBER_CONFIG_KEY, full);
+	BSON_APPEND_DOCUMENT(&entry, REPL_MEMBER_CONFIG_KEY, p.full);
 	if (repl_member_submit_config(e->member, &entry) != 0) {
 		ret = terr_set(err, TERR_NOT_WRITABLE_PRIMARY, "not primary: the new configuration was not replicated");
 		goto done;
@@ -529,7 +557,7 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 		repl_set_info_t in;
 		struct timespec nap = {0, 5 * 1000 * 1000};
 		repl_set_info(e->rs, &in);
-		if (in.config_version >= version)
+		if (in.config_version >= p.version)
 			break;
 		if (tm_now_us() >= deadline) {
 			ret = terr_set(err, TERR_NODE_NOT_FOUND, "the new configuration was not committed in time");
@@ -539,23 +567,20 @@ cmd_repl_member_reconfig(cmd_t *c, const bson_t *cfg, bool force, terr_t *err)
 	}
 	/* each removed member learns it (mongod's learns it from a heartbeat):
 	 * it goes REMOVED; one that does not answer stays as it was */
-	for (int j = 0; ret == 0 && j < on; j++) {
+	for (int j = 0; ret == 0 && j < p.on; j++) {
 		bson_t cmd = BSON_INITIALIZER, reply;
 		terr_t re = TERR_INIT;
-		if (by_id(nrow, nn, orow[j].id) != NULL)
+		if (by_id(p.nrow, p.nn, p.orow[j].id) != NULL)
 			continue;
-		BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetRemoved", full);
-		if (repl_member_rpc(orow[j].host, "admin", &cmd, 5000, &reply, &re) == 0)
+		BSON_APPEND_DOCUMENT(&cmd, "_tamgaReplSetRemoved", p.full);
+		if (repl_member_rpc(p.orow[j].host, "admin", &cmd, 5000, &reply, &re) == 0)
 			bson_destroy(&reply);
 		terr_clear(&re);
 		bson_destroy(&cmd);
 	}
 done:
-	bson_free(peers);
-	if (full != NULL)
-		bson_destroy(full);
+	plan_free(&p);
 	bson_destroy(&entry);
-	bson_destroy(&old);
 	pthread_mutex_unlock(&reconfig_mu);
 	return ret;
 }
@@ -587,22 +612,17 @@ int
 cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
 {
 	engine_t *e = c->engine;
-	bson_t old;
-	bson_t *full = NULL;
-	row_t orow[REPL_MAX_MEMBERS], nrow[REPL_MAX_MEMBERS];
-	repl_member_peer_t *peers = NULL;
-	int on, nn, np = 0, pself = -1, ret = 0;
-	int64_t term, version, deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
+	plan_t p = PLAN_INIT;
+	int ret = 0;
+	int64_t deadline = tm_now_us() + (int64_t)RECONFIG_TIMEOUT_MS * 1000;
 
 	if (pthread_mutex_trylock(&reconfig_mu) != 0)
-		return terr_set(err, 109 /* ConfigurationInProgress */,
+		return terr_set(err, TERR_CONFIGURATION_IN_PROGRESS,
 		    "Cannot run replSetReconfig because the node is currently updating its configuration");
 	if (c->deadline_us > 0 && c->deadline_us < deadline)
 		deadline = c->deadline_us;
-	repl_set_config_copy(e->rs, &old);
-	term = repl_set_term(e->rs);
 	if (e->member != NULL) {
-		ret = terr_set(err, 109 /* ConfigurationInProgress */,
+		ret = terr_set(err, TERR_CONFIGURATION_IN_PROGRESS,
 		    "Cannot run replSetReconfig because the node is currently updating its configuration");
 		goto done;
 	}
@@ -610,15 +630,7 @@ cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
 		ret = terr_set(err, TERR_NOT_IMPLEMENTED, "a replica set of several members needs tamgad with a data folder");
 		goto done;
 	}
-	if (check_reconfig(e, &old, cfg, term, err) != 0) {
-		ret = -1;
-		goto done;
-	}
-	version = int_field(cfg, "version", 0);
-	full = repl_set_config_completed_for(cfg, version, term, &old);
-	on = rows_of(&old, orow);
-	nn = rows_of(full, nrow);
-	if (repl_member_peers(full, NULL, &peers, &np, &pself, err) != 0) {
+	if (plan_prepare(e, cfg, &p, err) != 0) {
 		ret = -1;
 		goto done;
 	}
@@ -626,7 +638,7 @@ cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
 	 * answers the dry run of the hand-over (74 when one does not, or holds
 	 * data of its own; 103 when it is of another set) -- the set stays as
 	 * it was, without Raft */
-	if (hand_over(e, &old, orow, on, nrow, nn, peers, full, version, 1, deadline, err) != 0) {
+	if (hand_over(e, &p.old, p.orow, p.on, p.nrow, p.nn, p.peers, p.full, p.version, 1, deadline, err) != 0) {
 		ret = -1;
 		goto done;
 	}
@@ -638,12 +650,12 @@ cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
 	}
 	{
 		bson_t attr = BSON_INITIALIZER;
-		BSON_APPEND_INT64(&attr, "term", term);
-		BSON_APPEND_INT32(&attr, "newMembers", nn - on);
+		BSON_APPEND_INT64(&attr, "term", p.term);
+		BSON_APPEND_INT32(&attr, "newMembers", p.nn - p.on);
 		tlog('I', "REPL", 5000311, "moving a set of one member onto Raft before members are added", &attr);
 		bson_destroy(&attr);
 	}
-	if (cmd_repl_member_start_moved(e, &old, term, err) != 0) {
+	if (cmd_repl_member_start_moved(e, &p.old, p.term, err) != 0) {
 		char *msg = bson_strdup(err->msg != NULL ? err->msg : "");
 		repl_set_move_back(e->rs);
 		/* e.g. Raft's port (this member's port + 1000) taken */
@@ -669,10 +681,7 @@ cmd_repl_member_grow(cmd_t *c, const bson_t *cfg, terr_t *err)
 		}
 	}
 done:
-	bson_free(peers);
-	if (full != NULL)
-		bson_destroy(full);
-	bson_destroy(&old);
+	plan_free(&p);
 	pthread_mutex_unlock(&reconfig_mu);
 	if (ret != 0)
 		return ret;

@@ -1768,7 +1768,7 @@ repl_set_move_to_raft(repl_set_t *rs, terr_t *err)
 	}
 	if (rs->nmembers != 1 || rs->on_raft) {
 		pthread_mutex_unlock(&rs->lock);
-		return terr_set(err, 109 /* ConfigurationInProgress */,
+		return terr_set(err, TERR_CONFIGURATION_IN_PROGRESS,
 		    "Cannot run replSetReconfig because the node is currently updating its configuration");
 	}
 	/* as at a start on Raft: no writes, Raft elects (repl_set_raft_role) */
