@@ -2049,9 +2049,13 @@ applier_main(void *arg)
 				continue;
 			}
 			/* secondaryDelaySecs: an entry is applied that long after its
-			 * primary wrote it (its ts's seconds) */
+			 * primary wrote it (its ts's seconds) -- from SECONDARY on: the
+			 * catch-up to a minValid (STARTUP2) is not delayed, as mongod's
+			 * initial sync takes its batches without the steady-state
+			 * batcher's secondaryDelaySecs bound (else a delayed member added
+			 * by a reconfig stayed STARTUP2, refusing reads, for the delay) */
 			pthread_mutex_lock(&m->lock);
-			while (m->delay_secs > 0 && !m->stopping && !m->draining &&
+			while (m->delay_secs > 0 && m->min_valid.index == 0 && !m->stopping && !m->draining &&
 			    (int64_t)repl_ts_secs(n->ts) + m->delay_secs > wall_ms() / 1000)
 				cond_wait_ms(m, 200);
 			if (m->stopping) {
