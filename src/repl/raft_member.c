@@ -2762,8 +2762,22 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, int64_t until_ms, b
 		if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
 			break;   /* another member leads */
 		if (!m->transfer_requested && !m->transfer_pending && m->primary) {
-			rc = -1;   /* the transfer ended with this member still leading */
-			break;
+			/* the transfer ended with this member still leading (its
+			 * target did not catch up or stand within an election
+			 * timeout: a loaded machine, a member just wiped that the
+			 * leader's loop is feeding): tried again while the catch-up
+			 * period lasts, as mongod waits that long for an electable
+			 * secondary to catch up; writes refused again meanwhile */
+			if (m->stopping || tm_now_us() + (int64_t)m->o.election_timeout_ms * 1000 > deadline_us) {
+				rc = -1;
+				break;
+			}
+			role_set_locked(m, false, m->term);
+			m->transfer_requested = true;
+			pthread_mutex_unlock(&m->lock);
+			uv_async_send(&m->submit_async);
+			pthread_mutex_lock(&m->lock);
+			continue;
 		}
 		if (m->stopping || tm_now_us() >= deadline_us) {
 			rc = -1;
