@@ -705,8 +705,16 @@ CMD_HANDLER(cmd_tamga_repl_set_join)
 		    bson_iter_utf8(&it, NULL));
 	if (repl_set_initiated(e->rs) && repl_set_state(e->rs) == REPL_STATE_REMOVED)
 		return readd_self(e, &cfg, dry, err);
-	if (repl_set_initiated(e->rs) && holds_config(e, &cfg))
+	/* holds it already: a retried join succeeds -- but the rejoin
+	 * thread's dry run (term) asks whether this node lost its
+	 * configuration with its data; one that holds it (restarted, not
+	 * wiped) answers 23, else the primary noted a vote floor for a member
+	 * that was never wiped and no stepdown could hand over to it */
+	if (repl_set_initiated(e->rs) && holds_config(e, &cfg)) {
+		if (dry && rejoin)
+			return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 		return 0;
+	}
 	if (repl_set_initiated(e->rs))
 		return terr_set(err, TERR_ALREADY_INITIALIZED, "already initialized");
 	if (members_of(&cfg) < 2)

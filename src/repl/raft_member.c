@@ -227,7 +227,7 @@ struct repl_member {
  * at once and is never PRIMARY (on_watch). */
 #define STARTUP2_ELECTION_TIMEOUT_MS 3600000u
 
-static raft_id transfer_pick_locked(repl_member_t *m);
+static raft_id transfer_pick_locked(repl_member_t *m, bool *none);
 static bool floor_log_held(repl_member_t *m);
 static void floor_check(repl_member_t *m);
 
@@ -797,11 +797,14 @@ on_submit(uv_async_t *h)
 	if (m->transfer_requested) {
 		m->transfer_requested = false;
 		if (raft_state(&m->raft) == RAFT_LEADER && !m->transfer_pending) {
-			raft_id to = m->transfer_to != 0 ? m->transfer_to : transfer_pick_locked(m);
+			bool none = false;
+			raft_id to = m->transfer_to != 0 ? m->transfer_to : transfer_pick_locked(m, &none);
 			m->transfer.data = m;
 			m->transfer_to = 0;
-			/* 0: Raft picks the most up-to-date voting follower */
-			if (raft_transfer(&m->raft, &m->transfer, to, transfer_done) == 0)
+			/* 0: Raft picks the most up-to-date voting follower; none:
+			 * every other voter is floored (Raft's pick would be one
+			 * that cannot stand): no transfer, as one that failed */
+			if (!none && raft_transfer(&m->raft, &m->transfer, to, transfer_done) == 0)
 				m->transfer_pending = true;
 			else if (m->leader_seen && !m->primary)
 				role_set_locked(m, true, m->leader_term);
@@ -921,15 +924,17 @@ peer_floored_locked(repl_member_t *m, raft_id id)
 /* A stepdown's transfer target when none is named (m->lock, loop thread,
  * leader): Raft's own pick (0), unless a member this leader handed the
  * configuration to in its term could be it -- then among the other voters
- * the one holding most of the log, one heard from lately first (0 when
- * there is none). */
+ * the one holding most of the log, one heard from lately first; when there
+ * is none, *none is set (0 would let Raft pick a floored member: its
+ * candidacy fails and the transfer with it). */
 static raft_id
-transfer_pick_locked(repl_member_t *m)
+transfer_pick_locked(repl_member_t *m, bool *none)
 {
 	raft_id best = 0;
 	raft_index best_match = 0;
 	bool any = false, best_recent = false;
 
+	*none = false;
 	for (unsigned k = 0; k < m->raft.configuration.n; k++)
 		any = any || peer_floored_locked(m, m->raft.configuration.servers[k].id);
 	if (!any || m->raft.leader_state.progress == NULL)
@@ -946,6 +951,7 @@ transfer_pick_locked(repl_member_t *m)
 			best_recent = pr->recent_recv;
 		}
 	}
+	*none = best == 0;
 	return best;
 }
 
@@ -1411,6 +1417,17 @@ fault_recv(struct raft_io *io, struct raft_message *msg)
 	    repl_raft_vote_floor_blocks(&m->vote_floor, floor_log_held(m), msg)) {
 		vote_floor_log(m, msg->request_vote.term, msg->server_address, false);
 		vote_floor_record(m, msg);
+		return;   /* no payload to free */
+	}
+	if (msg->type == RAFT_IO_TIMEOUT_NOW &&
+	    (m->raft.current_term + 1 <= m->vote_floor.term || !floor_log_held(m))) {
+		/* a leadership transfer to a member its floor keeps from
+		 * standing: as lost on the network.  Taken, its candidacy
+		 * raised its term to one its floor refuses (no RequestVote
+		 * sent, 5000291) and that term, in its answers, deposed the
+		 * leader for nothing; ignored, the transfer expires and the
+		 * leader picks again (transfer_pick_locked) */
+		vote_floor_log(m, m->raft.current_term + 1, msg->server_address, true);
 		return;   /* no payload to free */
 	}
 	if (msg->type == RAFT_IO_REQUEST_VOTE)
@@ -2049,9 +2066,13 @@ applier_main(void *arg)
 				continue;
 			}
 			/* secondaryDelaySecs: an entry is applied that long after its
-			 * primary wrote it (its ts's seconds) */
+			 * primary wrote it (its ts's seconds) -- from SECONDARY on: the
+			 * catch-up to a minValid (STARTUP2) is not delayed, as mongod's
+			 * initial sync takes its batches without the steady-state
+			 * batcher's secondaryDelaySecs bound (else a delayed member added
+			 * by a reconfig stayed STARTUP2, refusing reads, for the delay) */
 			pthread_mutex_lock(&m->lock);
-			while (m->delay_secs > 0 && !m->stopping && !m->draining &&
+			while (m->delay_secs > 0 && m->min_valid.index == 0 && !m->stopping && !m->draining &&
 			    (int64_t)repl_ts_secs(n->ts) + m->delay_secs > wall_ms() / 1000)
 				cond_wait_ms(m, 200);
 			if (m->stopping) {
@@ -2758,8 +2779,25 @@ repl_member_step_down(repl_member_t *m, int64_t deadline_us, int64_t until_ms, b
 		if (m->leader_index >= 0 && m->leader_index != m->o.self_index)
 			break;   /* another member leads */
 		if (!m->transfer_requested && !m->transfer_pending && m->primary) {
-			rc = -1;   /* the transfer ended with this member still leading */
-			break;
+			/* the transfer ended with this member still leading (its
+			 * target did not catch up or stand within an election
+			 * timeout: a loaded machine, a member just wiped that the
+			 * leader's loop is feeding): tried again while the catch-up
+			 * period lasts, as mongod waits that long for an electable
+			 * secondary to catch up; writes refused again meanwhile */
+			if (m->stopping || tm_now_us() + (int64_t)m->o.election_timeout_ms * 1000 > deadline_us) {
+				rc = -1;
+				break;
+			}
+			cond_wait_ms(m, 100);   /* no transfer possible (none): not a spin */
+			if (!m->primary || m->transfer_requested || m->transfer_pending || m->stopping)
+				continue;
+			role_set_locked(m, false, m->term);
+			m->transfer_requested = true;
+			pthread_mutex_unlock(&m->lock);
+			uv_async_send(&m->submit_async);
+			pthread_mutex_lock(&m->lock);
+			continue;
 		}
 		if (m->stopping || tm_now_us() >= deadline_us) {
 			rc = -1;

@@ -185,6 +185,9 @@ def leftover(cl):
                                                 "secondaryDelaySecs": 120}]))
     write_some(a, "kept", n=20)
     wait_equal([a, b], "rd", "data", timeout=60)
+    # its catch-up to the hand-over's minValid is not delayed (mongod's
+    # initial sync ignores secondaryDelaySecs): SECONDARY well before 120 s
+    check(wait_state(c, (2,), timeout=30) == 2, "the delayed c reaches SECONDARY")
     # b stops hearing a: a and the delayed c commit writes b never gets
     with b.client() as cli:
         cli.admin.command("configureFailPoint", "dropRaftMessagesFrom", mode="alwaysOn", data={"hosts": [a.host]})
