@@ -727,9 +727,6 @@ note_down(hb_member_t *r, int64_t now, const char *msg, bool auth)
 	bson_strncpy(r->msg, msg, sizeof(r->msg));
 }
 
-/* One heartbeat to host under cfg (mongod's prepareHeartbeatRequestV1,
- * then processHeartbeatResponse): tried again while it fails quickly,
- * within the heartbeat timeout; the outcome noted in the table. */
 /* A member's reply carries its $clusterTime: this member's clock moves to
  * it, as mongod's replication executor runs VectorClockMetadataHook on
  * every reply (heartbeats included) and its oplog fetcher on each batch --
@@ -753,6 +750,47 @@ gossip_in(engine_t *e, const bson_t *reply)
 	repl_set_clock_advance(e->rs, secs, inc);
 }
 
+/* Under hb_mu: wait ms or until stopping. */
+static void
+wait_locked(struct cmd_repl_hb *hb, int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	if (!hb->stopping)
+		pthread_cond_timedwait(&hb->cond, &hb_mu, &ts);
+}
+
+/* wait_locked taking hb_mu itself. */
+static void
+hb_nap(struct cmd_repl_hb *hb, int64_t ms)
+{
+	pthread_mutex_lock(&hb_mu);
+	wait_locked(hb, ms);
+	pthread_mutex_unlock(&hb_mu);
+}
+
+/* Whether cmd_repl_hb_stop asked the threads to end. */
+static bool
+hb_stopping(struct cmd_repl_hb *hb)
+{
+	bool stop;
+
+	pthread_mutex_lock(&hb_mu);
+	stop = hb->stopping;
+	pthread_mutex_unlock(&hb_mu);
+	return stop;
+}
+
+/* One heartbeat to host under cfg (mongod's prepareHeartbeatRequestV1,
+ * then processHeartbeatResponse): tried again while it fails quickly,
+ * within the heartbeat timeout; the outcome noted in the table. */
 static void
 heartbeat_once(struct cmd_repl_hb *hb, repl_member_conn_t *conn, const char *host, const bson_t *cfg)
 {
@@ -835,10 +873,7 @@ heartbeat_once(struct cmd_repl_hb *hb, repl_member_conn_t *conn, const char *hos
 		terr_clear(&err);
 		if (stop || ++failures > HB_MAX_RETRIES)
 			break;
-		pthread_mutex_lock(&hb_mu);
-		stop = hb->stopping;
-		pthread_mutex_unlock(&hb_mu);
-		if (stop)
+		if (hb_stopping(hb))
 			break;
 	}
 	pthread_mutex_lock(&hb_mu);
@@ -856,23 +891,6 @@ heartbeat_once(struct cmd_repl_hb *hb, repl_member_conn_t *conn, const char *hos
 	if (ok)
 		bson_destroy(&reply);
 	bson_destroy(&cmd);
-}
-
-/* Under hb_mu: wait ms or until stopping. */
-static void
-wait_locked(struct cmd_repl_hb *hb, int64_t ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	if (!hb->stopping)
-		pthread_cond_timedwait(&hb->cond, &hb_mu, &ts);
 }
 
 /* Whether this node should heartbeat host now: an initiated set of
@@ -906,11 +924,7 @@ peer_main(void *arg)
 	for (;;) {
 		bson_t cfg;
 		int64_t interval;
-		bool stop;
-		pthread_mutex_lock(&hb_mu);
-		stop = hb->stopping;
-		pthread_mutex_unlock(&hb_mu);
-		if (stop)
+		if (hb_stopping(hb))
 			break;
 		if (!peer_wanted(hb->e, p->host, &cfg)) {
 			bson_destroy(&cfg);
@@ -919,9 +933,7 @@ peer_main(void *arg)
 		heartbeat_once(hb, conn, p->host, &cfg);
 		interval = cmd_repl_hb_interval_ms(&cfg);
 		bson_destroy(&cfg);
-		pthread_mutex_lock(&hb_mu);
-		wait_locked(hb, interval);
-		pthread_mutex_unlock(&hb_mu);
+		hb_nap(hb, interval);
 	}
 	repl_member_conn_free(conn);
 	pthread_mutex_lock(&hb_mu);
@@ -969,17 +981,12 @@ reporter_main(void *arg)
 		int64_t self_id = -1, primary_id = -1, dwall = 0;
 		repl_optime_t dur;
 		terr_t err = TERR_INIT;
-		bool stop, good = false;
+		bool good = false;
 
-		pthread_mutex_lock(&hb_mu);
-		stop = hb->stopping;
-		pthread_mutex_unlock(&hb_mu);
-		if (stop)
+		if (hb_stopping(hb))
 			break;
 		if (m == NULL || e->rs == NULL || !repl_set_initiated(e->rs)) {
-			pthread_mutex_lock(&hb_mu);
-			wait_locked(hb, REPORT_IDLE_MS);
-			pthread_mutex_unlock(&hb_mu);
+			hb_nap(hb, REPORT_IDLE_MS);
 			continue;
 		}
 		/* the applier's broadcast wakes this; at most REPORT_IDLE_MS to
@@ -999,9 +1006,7 @@ reporter_main(void *arg)
 		repl_set_info(e->rs, &in);
 		if (in.state != REPL_STATE_SECONDARY && in.state != REPL_STATE_RECOVERING) {
 			sent_ok = false;
-			pthread_mutex_lock(&hb_mu);
-			wait_locked(hb, REPORT_IDLE_MS);
-			pthread_mutex_unlock(&hb_mu);
+			hb_nap(hb, REPORT_IDLE_MS);
 			continue;
 		}
 		bson_init(&cfg);
@@ -1014,9 +1019,7 @@ reporter_main(void *arg)
 		if (sync[0] == '\0' || !member_find(&cfg, in.self_host, &self_id, NULL, 0)) {
 			bson_destroy(&cfg);
 			sent_ok = false;
-			pthread_mutex_lock(&hb_mu);
-			wait_locked(hb, REPORT_IDLE_MS);
-			pthread_mutex_unlock(&hb_mu);
+			hb_nap(hb, REPORT_IDLE_MS);
 			continue;
 		}
 		bson_destroy(&cfg);
@@ -1053,9 +1056,7 @@ reporter_main(void *arg)
 		if (!good) {
 			/* a refusal (another configuration version: the heartbeats
 			 * bring the new one) or no answer: try again a little later */
-			pthread_mutex_lock(&hb_mu);
-			wait_locked(hb, REPORT_IDLE_MS);
-			pthread_mutex_unlock(&hb_mu);
+			hb_nap(hb, REPORT_IDLE_MS);
 		}
 	}
 	repl_member_conn_free(conn);

@@ -6,11 +6,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -204,34 +202,11 @@ repl_rejoin_raft_file_kept(const char *name)
 int
 repl_rejoin_set_compact_pending(const char *dir, bool pending, terr_t *err)
 {
-	char path[4096];
-	int fd;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, REPL_REJOIN_COMPACT_FILE) >= (int)sizeof(path))
-		return terr_set(err, TERR_INTERNAL_ERROR, "path too long in %s", dir);
-	if (!pending) {
-		if (unlink(path) != 0 && errno != ENOENT)
-			return terr_set(err, TERR_INTERNAL_ERROR, "cannot remove %s: %s", path, strerror(errno));
-		return 0;
-	}
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", dir, strerror(errno));
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return terr_set(err, TERR_INTERNAL_ERROR, "cannot create %s: %s", path, strerror(errno));
-	if (fsync(fd) != 0) {
-		int e = errno;
-		close(fd);
-		return terr_set(err, TERR_INTERNAL_ERROR, "cannot sync %s: %s", path, strerror(e));
-	}
-	close(fd);
-	/* the folder's entry durable too */
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)fsync(fd);
-		close(fd);
-	}
-	return 0;
+	/* the vote floor's small-file writer: written whole and synced,
+	 * renamed into place, the folder synced */
+	if (!pending)
+		return repl_raft_pair_file_remove(dir, REPL_REJOIN_COMPACT_FILE, err);
+	return repl_raft_pair_file_store(dir, REPL_REJOIN_COMPACT_FILE, 1, 0, err);
 }
 
 bool

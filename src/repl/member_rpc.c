@@ -226,6 +226,8 @@ mconn_close(mconn_t *c)
 		ERR_clear_error();
 	}
 	close(c->fd);
+	c->fd = -1;
+	c->ssl = NULL;
 }
 
 static int
@@ -502,21 +504,17 @@ conn_open(mconn_t *c, const char *host, int64_t deadline, terr_t *err)
 			return -1;
 		if (repl_member_tls_outgoing() && tls_connect(c, host, deadline, err) != 0) {
 			mconn_close(c);
-			c->fd = -1;
 			return -1;
 		}
 		if (auth_cluster_sends_x509()) {
 			if (authenticate_x509(c, host, deadline, err) == 0)
 				return 0;
 			mconn_close(c);
-			c->fd = -1;
 			return -1;
 		}
 		if (!auth_member_key_present() || authenticate(c, host, deadline, which, &refused, err) == 0)
 			return 0;
 		mconn_close(c);
-		c->fd = -1;
-		c->ssl = NULL;
 		if (!refused || which + 1 >= auth_member_key_count())
 			return -1;
 		terr_clear(err);
@@ -537,6 +535,19 @@ cut_off(const char *host, terr_t *err)
 	return false;
 }
 
+/* roundtrip, and *rtt_us (when not NULL) its time. */
+static int
+timed_roundtrip(mconn_t *c, const char *host, const char *db, const bson_t *cmd, int64_t deadline, bson_t *reply,
+                int64_t *rtt_us, terr_t *err)
+{
+	int64_t t0 = tm_now_us();
+	int ret = roundtrip(c, host, db, cmd, deadline, reply, err);
+
+	if (rtt_us != NULL)
+		*rtt_us = tm_now_us() - t0;
+	return ret;
+}
+
 int
 repl_member_rpc_timed(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply,
                       int64_t *rtt_us, terr_t *err)
@@ -549,12 +560,7 @@ repl_member_rpc_timed(const char *host, const char *db, const bson_t *cmd, int t
 		return -1;
 	if (conn_open(&c, host, deadline, err) != 0)
 		return -1;
-	{
-		int64_t t0 = tm_now_us();
-		ret = roundtrip(&c, host, db, cmd, deadline, reply, err);
-		if (rtt_us != NULL)
-			*rtt_us = tm_now_us() - t0;
-	}
+	ret = timed_roundtrip(&c, host, db, cmd, deadline, reply, rtt_us, err);
 	mconn_close(&c);
 	return ret;
 }
@@ -591,12 +597,7 @@ repl_member_conn_call(repl_member_conn_t *k, const char *db, const bson_t *cmd, 
 			return -1;
 		k->open = true;
 	}
-	{
-		int64_t t0 = tm_now_us();
-		ret = roundtrip(&k->c, k->host, db, cmd, deadline, reply, err);
-		if (rtt_us != NULL)
-			*rtt_us = tm_now_us() - t0;
-	}
+	ret = timed_roundtrip(&k->c, k->host, db, cmd, deadline, reply, rtt_us, err);
 	/* a failed or timed-out exchange leaves the stream where nobody knows:
 	 * the next call opens a new connection */
 	if (ret != 0)
@@ -609,8 +610,6 @@ repl_member_conn_reset(repl_member_conn_t *k)
 {
 	if (k != NULL && k->open) {
 		mconn_close(&k->c);
-		k->c.fd = -1;
-		k->c.ssl = NULL;
 		k->open = false;
 	}
 }

@@ -32,18 +32,10 @@ from pymongo import MongoClient, WriteConcern
 from pymongo.errors import PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, coll_hash, get_config, wait_equal, wait_state  # noqa: E402
+from raft_cluster import Cluster, check, coll_hash, get_config, passed, wait_equal, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def code_of(e):
@@ -129,7 +121,6 @@ def add_member(primary, host):
 
 
 def main():
-    global checks
     cl = Cluster(TAMGAD, n=4, extra=["--setParameter", "enableTestCommands=1"])
     m0, m1, m2, spare = cl.members
     try:
@@ -334,7 +325,7 @@ def main():
         with m0.client() as c:
             check(c.admin.command("replSetGetStatus")["myState"] == 2, "m0 is SECONDARY, not a leader of its own")
         print("raft_grow: %d checks passed (first rs.add %.1f s, failover %.1f s, %d writes across the move, "
-              "%d majority writes across the kill, failed re-add %.1f s)" % (checks, add_secs, failover,
+              "%d majority writes across the kill, failed re-add %.1f s)" % (passed(), add_secs, failover,
                                                                              len(w1.acked), len(w2.acked), fail_secs))
         cl.__exit__(None, None, None)
     except BaseException:

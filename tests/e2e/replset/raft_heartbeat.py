@@ -39,19 +39,11 @@ from pymongo.errors import OperationFailure
 from pymongo.write_concern import WriteConcern
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, wait_state  # noqa: E402
+from raft_cluster import Cluster, check, report, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
 TIMEOUT_S = 3
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def status(m):
@@ -195,7 +187,7 @@ def main():
 
         primary_durable(cl, hb)
         secondary_cluster_time(cl)
-    print("raft_heartbeat: %d checks passed in %.1fs" % (checks, time.time() - t0))
+    report("raft_heartbeat", t0)
 
 
 def primary_durable(cl, hb):

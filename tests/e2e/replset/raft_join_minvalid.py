@@ -29,19 +29,11 @@ from pymongo import MongoClient, WriteConcern
 from pymongo.errors import PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, wait_state  # noqa: E402
+from raft_cluster import Cluster, check, report, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
 N = 4000    # well below the 8192 entries of a snapshot: the log is not compacted
 M = 2000
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 class Poller(threading.Thread):
@@ -215,8 +207,7 @@ def main():
               poll.seen[:3])
         judge(poll.seen, N + M, "restarted", need_held=False)
         check(not os.path.exists(mv), "the minValid file removed once reached")
-    print("raft_join_minvalid: %d checks passed in %.1fs" % (checks, time.time() - t0))
-    print("%d passed, 0 failed" % checks)
+    report("raft_join_minvalid", t0)
 
 
 if __name__ == "__main__":

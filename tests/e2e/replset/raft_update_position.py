@@ -28,19 +28,11 @@ import time
 from pymongo.write_concern import WriteConcern
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, wait_state  # noqa: E402
+from raft_cluster import Cluster, check, report, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
 MONGOSH = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
 LIMIT_S = 0.5
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def ts_key(t):
@@ -158,7 +150,7 @@ def main():
             out = subprocess.run([MONGOSH, "--quiet", "--port", str(p.port), "--eval", js], capture_output=True,
                                  text=True, timeout=60)
             check('"code":74' in out.stdout, "mongosh: an unknown memberId: %s %s" % (out.stdout, out.stderr))
-    print("raft_update_position: %d checks passed in %.1fs" % (checks, time.time() - t0))
+    report("raft_update_position", t0)
 
 
 if __name__ == "__main__":

@@ -32,18 +32,10 @@ from pymongo import WriteConcern
 from pymongo.errors import OperationFailure, PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, wait_equal, wait_state  # noqa: E402
+from raft_cluster import Cluster, check, report, wait_equal, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
 ELECTION_MS = 1000
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def log_entries(m, log_id):
@@ -189,8 +181,7 @@ def main():
         wait_equal(cl.members, "wl", "c", 30)
         with b.client() as c:
             check(c.wl.c.find_one({"_id": "W"}) is not None, "W is on B")
-    print("raft_wiped_log: %d checks passed in %.1fs" % (checks, time.time() - t0))
-    print("%d passed, 0 failed" % checks)
+    report("raft_wiped_log", t0)
 
 
 if __name__ == "__main__":

@@ -31,17 +31,9 @@ from pymongo import WriteConcern
 from pymongo.errors import OperationFailure, PyMongoError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from raft_cluster import Cluster, wait_equal, wait_state  # noqa: E402
+from raft_cluster import Cluster, check, report, wait_equal, wait_state  # noqa: E402
 
 TAMGAD = sys.argv[1]
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
 
 
 def log_entries(m, log_id):
@@ -204,8 +196,7 @@ def main():
             db = c.get_database("wv", write_concern=WriteConcern(w=3, wtimeout=20000))
             db.c.insert_one({"_id": "after-stepdown"})
         wait_equal(cl.members, "wv", "c", 30)
-    print("raft_wiped_vote: %d checks passed in %.1fs" % (checks, time.time() - t0))
-    print("%d passed, 0 failed" % checks)
+    report("raft_wiped_vote", t0)
 
 
 if __name__ == "__main__":
